@@ -18,6 +18,9 @@ ENV_VARS = {
     "secure": "CLICKHOUSE_SECURE",
 }
 
+# chdb only: a ClickHouse server config file (e.g. declaring clusters for Distributed tables).
+CHDB_CONFIG_ENV = "CLICKHOUSE_CHDB_CONFIG"
+
 
 def redact_dsn(dsn: str | None) -> str | None:
     """The DSN with any password replaced by `***`."""
@@ -75,10 +78,11 @@ class ClickHouseConfig:
             values["port"] = int(values["port"])
         secure = values["secure"]
         values["secure"] = str(secure).lower() in ("1", "true", "yes") if secure else False
+        chdb_options = dict(config.get("chdb_options") or {})
+        if "config-file" not in chdb_options and env.get(CHDB_CONFIG_ENV):
+            chdb_options["config-file"] = env[CHDB_CONFIG_ENV]
         return cls(
-            settings=dict(config.get("settings") or {}),
-            chdb_options=dict(config.get("chdb_options") or {}),
-            **values,
+            settings=dict(config.get("settings") or {}), chdb_options=chdb_options, **values
         )
 
     def client_kwargs(self) -> dict[str, Any]:
