@@ -1,0 +1,2 @@
+{{ config(materialized='merge', strategy='insert', unique_key='id') }}
+select * from {{ phase_ref('customers') }}

@@ -1,0 +1,53 @@
+{#-
+  The merge plan as rows: every source row (and, for full_merge, every target row missing from
+  the source) with the row image to write and its action:
+    'I' insert, 'U' update, 'D' delete, 'N' matched and left as it is.
+  Engines write from this one relation, and the statistics are counted from it.
+-#}
+{% macro classify_changes_sql(plan) %}
+  {{ return(adapter.dispatch('classify_changes_sql', 'dbt_merge')(plan)) }}
+{% endmacro %}
+
+{% macro default__classify_changes_sql(plan) %}
+  {%- set src = 'DBT_INTERNAL_SOURCE' -%}
+  {%- set dst = 'DBT_INTERNAL_DEST' -%}
+  {%- set first_key = dbt_merge.quote_identifier(plan.key_columns[0]) -%}
+  {%- set in_source = src ~ '.' ~ first_key ~ ' is not null' -%}
+  {%- set in_target = dst ~ '.' ~ first_key ~ ' is not null' -%}
+  {%- set update_lower = plan.update_columns | map('lower') | list -%}
+  {%- set key_lower = plan.key_columns | map('lower') | list -%}
+  select
+    {%- for col in plan.target_names %}
+    {%- set q = dbt_merge.quote_identifier(col) %}
+    {%- set source_col = dbt_merge._find_column(col, plan.source_names) %}
+    {%- if col | lower in key_lower %}
+    coalesce({{ src }}.{{ dbt_merge.quote_identifier(source_col) }}, {{ dst }}.{{ q }}) as {{ q }},
+    {%- elif source_col is none %}
+    {{ dst }}.{{ q }} as {{ q }},
+    {%- elif col | lower in update_lower %}
+    {{ src }}.{{ dbt_merge.quote_identifier(source_col) }} as {{ q }},
+    {%- else %}
+    case when {{ in_target }} then {{ dst }}.{{ q }} else {{ src }}.{{ dbt_merge.quote_identifier(source_col) }} end as {{ q }},
+    {%- endif %}
+    {%- endfor %}
+    case
+      when not ({{ in_target }}) then 'I'
+      when not ({{ in_source }}) then 'D'
+      {%- if plan.update_columns %}
+      when {% for col in plan.update_columns -%}
+        {{ dbt_merge.changed_condition(src ~ '.' ~ dbt_merge.quote_identifier(dbt_merge._find_column(col, plan.source_names)),
+                                       dst ~ '.' ~ dbt_merge.quote_identifier(col)) }}
+        {%- if not loop.last %} or {% endif %}
+      {%- endfor %} then 'U'
+      {%- endif %}
+      else 'N'
+    end as dbt_merge_action
+  from {{ plan.deduped or plan.stage }} as {{ src }}
+  {{ plan.join_type }} join (
+    select * from {{ plan.target }} as {{ dst }}
+    {%- if plan.predicates %}
+    where {% for predicate in plan.predicates %}({{ predicate }}){% if not loop.last %} and {% endif %}{% endfor %}
+    {%- endif %}
+  ) as {{ dst }}
+    on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
+{% endmacro %}

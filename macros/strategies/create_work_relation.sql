@@ -1,0 +1,27 @@
+{#-
+  A session-scoped working copy of a SELECT, read several times by one run (checks, statistics,
+  the write), so that every step sees the same rows and the SELECT runs once.
+  materialize=false asks for a plain view (read once).
+-#}
+{% macro create_work_relation(relation, select_sql, materialize=true) %}
+  {{ return(adapter.dispatch('create_work_relation', 'dbt_merge')(relation, select_sql, materialize)) }}
+{% endmacro %}
+
+{% macro default__create_work_relation(relation, select_sql, materialize) %}
+  {{ dbt_merge.raise_merge_error("no working relation for adapter '" ~ adapter.type() ~ "'.") }}
+{% endmacro %}
+
+{# DuckDB: a temp table lives in the connection and is rolled back with the transaction. #}
+{% macro duckdb__create_work_relation(relation, select_sql, materialize) %}
+  {% do dbt_merge.run_sql('create or replace temporary ' ~ ('table ' if materialize else 'view ')
+      ~ relation ~ ' as ' ~ select_sql) %}
+{% endmacro %}
+
+{# Spark: a temporary view, cached eagerly so later reads do not re-run the SELECT (and do not
+   see the target after the MERGE changed it). Works the same over session, thrift and ODBC. #}
+{% macro spark__create_work_relation(relation, select_sql, materialize) %}
+  {% do dbt_merge.run_sql('create or replace temporary view ' ~ relation ~ ' as ' ~ select_sql) %}
+  {% if materialize %}
+    {% do dbt_merge.run_sql('cache table ' ~ relation) %}
+  {% endif %}
+{% endmacro %}
