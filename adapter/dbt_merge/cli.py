@@ -91,7 +91,7 @@ def inspect_rows(plans: Sequence[tuple[ClickHouseSource, ReadPlan]]) -> list[lis
                 plan.table.database,
                 plan.table.table,
                 engine.engine if effective is engine else f"{engine.engine} -> {effective.engine}",
-                plan.table.sorting_key,
+                plan.table.sorting_key.replace(", ", ","),
                 effective.version_column,
                 effective.sign_column,
                 "yes" if plan.decision.use_final else "no",
@@ -136,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = {"inspect": _inspect, "land": _land}[args.command]
     try:
         return command(args)
-    except (FinalNotSupportedError, TableNotFoundError, ValueError) as error:
+    except (FinalNotSupportedError, TableNotFoundError, ValueError, RuntimeError) as error:
         print(f"dbt-merge: error: {error}", file=sys.stderr)
         return 1
 

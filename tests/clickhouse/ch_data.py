@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 PROJECT = Path(__file__).parent / "project"
+
 DATABASES = ("ch_a", "ch_b")
 
 # Declares a one-shard cluster on this process's own (never opened) TCP port, so a Distributed
@@ -72,3 +73,33 @@ def clickhouse_rows(client, db: str, table: str, final: bool) -> list[tuple]:
 def arrow_rows(table) -> list[tuple]:
     """An Arrow table's rows as sorted tuples."""
     return rows(zip(*(column.to_pylist() for column in table.columns), strict=True))
+
+
+# What the test project's sources must read: (source, schema, table) -> FINAL used.
+DEFAULT_FINAL = {
+    "mt": False,
+    "rmt": True,
+    "cmt": True,
+    "vcmt": True,
+    "coal": True,
+    "smt": False,
+    "amt": False,
+    "logt": False,
+    "mv": True,
+    "vw": False,
+    "dist": True,
+}
+RAW_SOURCE_FINAL = {
+    "mt": False,
+    "rmt": False,
+    "cmt": True,
+    "vcmt": True,
+    "coal": False,
+    "smt": True,
+    "amt": False,
+}
+PROJECT_SOURCES = [("ch", "ch_a", t, f) for t, f in DEFAULT_FINAL.items()] + [
+    ("ch_raw", "ch_b", t, f) for t, f in RAW_SOURCE_FINAL.items()
+]
+# Tables where FINAL changes the result (so a test would fail if FINAL were ignored).
+FINAL_MATTERS = {"rmt", "cmt", "vcmt", "coal", "smt", "amt", "mv", "dist"}

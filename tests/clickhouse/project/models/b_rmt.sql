@@ -1,0 +1,1 @@
+select * from {{ source('ch_raw', 'rmt') }}

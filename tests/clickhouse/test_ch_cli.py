@@ -1,0 +1,83 @@
+"""`dbt-merge inspect` on the test project (parsed by dbt, read from the embedded ClickHouse)."""
+
+from __future__ import annotations
+
+import pytest
+from ch_data import PROJECT
+from dbt_merge.cli import main
+
+pytestmark = pytest.mark.clickhouse
+
+
+def _lines(out: str) -> dict[str, str]:
+    return {line.split()[0]: line for line in out.splitlines()[2:]}
+
+
+def test_inspect_prints_engine_keys_and_decision(ch, capsys):
+    code = main(
+        [
+            "inspect",
+            "--project-dir",
+            str(PROJECT),
+            "--profiles-dir",
+            str(PROJECT),
+            "--target",
+            "duckdb",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.splitlines()[0].split() == [
+        "source",
+        "database",
+        "table",
+        "engine",
+        "key",
+        "version",
+        "sign",
+        "FINAL",
+        "reason",
+    ]
+    lines = _lines(out)
+    assert len(lines) == 18
+    assert lines["ch.rmt"].split()[:8] == [
+        "ch.rmt",
+        "ch_a",
+        "rmt",
+        "ReplacingMergeTree",
+        "k",
+        "ver",
+        "yes",
+        "default",
+    ]
+    assert lines["ch.vcmt"].split()[3:8] == [
+        "VersionedCollapsingMergeTree",
+        "k,ver",
+        "ver",
+        "sign",
+        "yes",
+    ]
+    assert "Distributed -> ReplacingMergeTree" in lines["ch.dist"]
+    assert " no " in lines["ch.smt"] and " no " in lines["ch.vw"] and " no " in lines["ch.mt"]
+    assert "probed, FINAL supported" in lines["ch.mv"]
+    assert "probed, FINAL not supported" in lines["ch.logt"]
+    assert "use_final: false" in lines["ch_raw.rmt"]
+    assert "use_final: true" in lines["ch_raw.cmt"] and "use_final: true" in lines["ch_raw.smt"]
+
+
+def test_inspect_lists_only_sources_marked_with_the_plugin(ch, capsys):
+    code = main(
+        [
+            "inspect",
+            "--project-dir",
+            str(PROJECT),
+            "--profiles-dir",
+            str(PROJECT),
+            "--target",
+            "duckdb",
+            "--plugin",
+            "not_clickhouse",
+        ]
+    )
+    assert code == 0
+    assert len(capsys.readouterr().out.splitlines()) == 2

@@ -1,0 +1,94 @@
+"""End to end on DuckDB: `dbt run` of the test project loads its ClickHouse sources (plugin)."""
+
+from __future__ import annotations
+
+import os
+
+import duckdb
+import pytest
+from ch_data import FINAL_MATTERS, PROJECT, PROJECT_SOURCES, clickhouse_rows, rows
+from dbt.adapters.duckdb.utils import SourceConfig
+from dbt_merge.clickhouse_config import ClickHouseConfig
+from dbt_merge.duckdb_plugin import Plugin
+from dbt_merge.final_decision import FinalNotSupportedError
+
+pytestmark = pytest.mark.clickhouse
+
+PASSWORD = "s3cret-Pa55word-never-logged"
+
+
+@pytest.fixture(scope="module")
+def dbt_duckdb(ch, tmp_path_factory):
+    """Run the project on DuckDB once; return the DuckDB file and dbt's log folder."""
+    from dbt.cli.main import dbtRunner
+
+    folder = tmp_path_factory.mktemp("ch_duckdb")
+    env = {
+        "DBT_MERGE_CH_DUCKDB_PATH": str(folder / "ch.duckdb"),
+        "CLICKHOUSE_PASSWORD": PASSWORD,
+    }
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        result = dbtRunner().invoke(
+            [
+                "run",
+                "--project-dir",
+                str(PROJECT),
+                "--profiles-dir",
+                str(PROJECT),
+                "--target",
+                "duckdb",
+                "--log-path",
+                str(folder / "logs"),
+                "--log-level-file",
+                "debug",
+            ]
+        )
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+    assert result.success, result.exception
+    assert len(result.result.results) == len(PROJECT_SOURCES)
+    return folder
+
+
+@pytest.mark.parametrize(("source", "db", "table", "final"), PROJECT_SOURCES)
+def test_duckdb_source_equals_clickhouse_per_decision(dbt_duckdb, ch, source, db, table, final):
+    prefix = "a" if source == "ch" else "b"
+    # dbt-duckdb keeps its connection open in this process: open the file the same way.
+    with duckdb.connect(str(dbt_duckdb / "ch.duckdb")) as con:
+        got = rows(con.execute(f"select * from main.{prefix}_{table}").fetchall())
+    assert got == clickhouse_rows(ch, db, table, final)
+    if table in FINAL_MATTERS:
+        assert got != clickhouse_rows(ch, db, table, not final)
+
+
+def test_password_never_logged(dbt_duckdb):
+    logs = "".join(p.read_text() for p in (dbt_duckdb / "logs").glob("*.log"))
+    assert "clickhouse" in logs
+    assert PASSWORD not in logs
+    config = ClickHouseConfig.from_mapping(
+        {"dsn": f"https://user:{PASSWORD}@example.com:8443/db", "password": PASSWORD}
+    )
+    assert PASSWORD not in repr(config) and PASSWORD not in str(config)
+    assert "user:***@example.com" in repr(config)
+
+
+def test_forcing_final_on_merge_tree_fails_naming_source_and_engine(chdb_dsn):
+    plugin = Plugin.create("dbt_merge.duckdb_plugin", alias="clickhouse", config={"dsn": chdb_dsn})
+    config = SourceConfig(
+        name="mt",
+        identifier="mt",
+        schema="ch_a",
+        database=None,
+        meta={"plugin": "clickhouse", "use_final": True},
+        tags=[],
+    )
+    with pytest.raises(FinalNotSupportedError, match=r"'mt' \(ch_a\.mt\).*MergeTree"):
+        plugin.load(config)
+    config.meta["use_final"] = False
+    assert plugin.load(config).read_all().num_rows == 3
