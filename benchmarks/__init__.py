@@ -1,0 +1,1 @@
+"""Benchmarks of the merge materialization (run with `make bench`; not part of the tests)."""
