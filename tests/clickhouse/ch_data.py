@@ -52,6 +52,21 @@ INSERTS = {
 }
 
 
+def populate(client) -> None:
+    """Create every test table in each database, stop merges, then INSERT each version apart."""
+    for db in DATABASES:
+        client.command(f"CREATE DATABASE {db}")
+        for name, body in TABLES.items():
+            client.command(f"CREATE TABLE {db}.{name} {body}")
+        for statement in VIEWS.values():
+            client.command(statement.format(db=db))
+    client.command("SYSTEM STOP MERGES")
+    for db in DATABASES:
+        for name, batches in INSERTS.items():
+            for values in batches:
+                client.command(f"INSERT INTO {db}.{name} VALUES {values}")
+
+
 def rows(values) -> list[tuple]:
     """Rows as sortable tuples of plain Python values (Decimal/int and NULLs compared stably)."""
     out = [
@@ -103,3 +118,24 @@ PROJECT_SOURCES = [("ch", "ch_a", t, f) for t, f in DEFAULT_FINAL.items()] + [
 ]
 # Tables where FINAL changes the result (so a test would fail if FINAL were ignored).
 FINAL_MATTERS = {"rmt", "cmt", "vcmt", "coal", "smt", "amt", "mv", "dist"}
+
+
+if __name__ == "__main__":
+    # Build the test data in a folder, for trying the CLI by hand:
+    #   python tests/clickhouse/ch_data.py /tmp/ch_demo
+    #   then export the two variables it prints.
+    import sys
+
+    import clickhouse_connect
+
+    folder = Path(sys.argv[1])
+    folder.mkdir(parents=True)
+    (folder / "config.xml").write_text(CHDB_CONFIG)
+    populate(
+        clickhouse_connect.get_client(
+            dsn=f"chdb://{folder / 'data'}",
+            chdb_options={"config-file": str(folder / "config.xml")},
+        )
+    )
+    print(f"export CLICKHOUSE_DSN=chdb://{folder / 'data'}")
+    print(f"export CLICKHOUSE_CHDB_CONFIG={folder / 'config.xml'}")

@@ -12,15 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from ch_data import CHDB_CONFIG, DATABASES, INSERTS, TABLES, VIEWS
-
-
-def _create(client, db: str) -> None:
-    client.command(f"CREATE DATABASE {db}")
-    for name, body in TABLES.items():
-        client.command(f"CREATE TABLE {db}.{name} {body}")
-    for statement in VIEWS.values():
-        client.command(statement.format(db=db))
+from ch_data import CHDB_CONFIG, populate
 
 
 @pytest.fixture(scope="session")
@@ -40,13 +32,7 @@ def ch():
     client = clickhouse_connect.get_client(
         dsn=dsn, chdb_options={"config-file": str(folder / "config.xml")}
     )
-    for db in DATABASES:
-        _create(client, db)
-    client.command("SYSTEM STOP MERGES")
-    for db in DATABASES:
-        for name, batches in INSERTS.items():
-            for values in batches:
-                client.command(f"INSERT INTO {db}.{name} VALUES {values}")
+    populate(client)
     yield client
     client.close()
 
