@@ -1,7 +1,14 @@
-{#- ref('<name>_initial') on the first run, ref('<name>_increment') on the second. -#}
-{% macro phase_ref(name) %}
-  {% if var('phase') not in ['initial', 'increment'] %}
-    {{ exceptions.raise_compiler_error("var phase must be 'initial' or 'increment', got '" ~ var('phase') ~ "'") }}
+{#- ref(initial) on the first run (var phase=initial), ref(increment) on the second. -#}
+{% macro phase_ref(initial, increment) %}
+  {% if var('phase') == 'initial' %}
+    {{ return(ref(initial)) }}
+  {% elif var('phase') == 'increment' %}
+    {{ return(ref(increment)) }}
   {% endif %}
-  {{ return(ref(name ~ '_' ~ var('phase'))) }}
+  {{ exceptions.raise_compiler_error("var phase must be 'initial' or 'increment', got '" ~ var('phase') ~ "'") }}
+{% endmacro %}
+
+{#- true on the second run -#}
+{% macro is_increment() %}
+  {{ return(var('phase') == 'increment') }}
 {% endmacro %}

@@ -1,0 +1,3 @@
+{{ config(materialized='merge', strategy='upsert', unique_key='id', on_schema_change='fail') }}
+select *{% if is_increment() %}, upper(tier) as tier_code{% endif %}
+from {{ phase_ref('customers_initial', 'customers_increment') }}
