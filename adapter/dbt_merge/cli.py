@@ -12,6 +12,7 @@ import yaml
 
 from dbt_merge.clickhouse_client import Catalog, ReadPlan, TableNotFoundError, connect
 from dbt_merge.clickhouse_config import ClickHouseConfig
+from dbt_merge.clickhouse_engines import EngineInfo, Family
 from dbt_merge.final_decision import FinalNotSupportedError
 from dbt_merge.sources import ClickHouseSource, parse_project
 
@@ -23,6 +24,7 @@ INSPECT_HEADERS = (
     "key",
     "version",
     "sign",
+    "other",
     "FINAL",
     "reason",
 )
@@ -79,6 +81,16 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> st
     return "\n".join(lines)
 
 
+def _other_columns(engine: EngineInfo) -> str:
+    parts = []
+    if engine.is_deleted_column:
+        parts.append(f"is_deleted={engine.is_deleted_column}")
+    if engine.columns:
+        kind = "sum" if engine.family is Family.SUMMING else "columns"
+        parts.append(f"{kind}={','.join(engine.columns)}")
+    return " ".join(parts)
+
+
 def inspect_rows(plans: Sequence[tuple[ClickHouseSource, ReadPlan]]) -> list[list[object]]:
     """One row per source: where it is, its engine and key columns, and the FINAL decision."""
     rows = []
@@ -94,6 +106,7 @@ def inspect_rows(plans: Sequence[tuple[ClickHouseSource, ReadPlan]]) -> list[lis
                 plan.table.sorting_key.replace(", ", ","),
                 effective.version_column,
                 effective.sign_column,
+                _other_columns(effective),
                 "yes" if plan.decision.use_final else "no",
                 plan.decision.reason,
             ]

@@ -35,21 +35,24 @@ def test_inspect_prints_engine_keys_and_decision(ch, capsys):
         "key",
         "version",
         "sign",
+        "other",
         "FINAL",
         "reason",
     ]
     lines = _lines(out)
     assert len(lines) == 18
-    assert lines["ch.rmt"].split()[:8] == [
+    assert lines["ch.rmt"].split()[:9] == [
         "ch.rmt",
         "ch_a",
         "rmt",
         "ReplacingMergeTree",
         "k",
         "ver",
+        "is_deleted=is_deleted",
         "yes",
         "default",
     ]
+    assert "sum=a,b" in lines["ch.smt"]
     assert lines["ch.vcmt"].split()[3:8] == [
         "VersionedCollapsingMergeTree",
         "k,ver",
