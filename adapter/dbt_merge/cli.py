@@ -10,7 +10,13 @@ from pathlib import Path
 
 import yaml
 
-from dbt_merge.clickhouse_client import Catalog, ReadPlan, TableNotFoundError, connect
+from dbt_merge.clickhouse_client import (
+    Catalog,
+    ReadPlan,
+    TableNotFoundError,
+    check_loadable,
+    connect,
+)
 from dbt_merge.clickhouse_config import ClickHouseConfig
 from dbt_merge.clickhouse_engines import EngineInfo, Family
 from dbt_merge.final_decision import FinalNotSupportedError
@@ -125,6 +131,8 @@ def _land(args: argparse.Namespace) -> int:
     from dbt_merge.spark_session import get_spark_session, load_target, spark_conf
 
     catalog, plans = _plans(args)
+    for _, plan in plans:
+        check_loadable(plan)
     project = yaml.safe_load((Path(args.project_dir) / "dbt_project.yml").read_text())
     target = load_target(_profiles_dir(args), project["profile"], args.target)
     spark = get_spark_session(spark_conf(target))

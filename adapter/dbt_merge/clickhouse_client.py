@@ -124,11 +124,7 @@ class Catalog:
         self, plan: ReadPlan, settings: dict[str, Any] | None = None
     ) -> pa.RecordBatchReader:
         """The plan's rows as an Arrow stream: batches arrive as ClickHouse sends them."""
-        if plan.table.engine.family is Family.PARAMETERIZED_VIEW:
-            raise ValueError(
-                f"{plan.table.database}.{plan.table.table} is a parameterized view: "
-                "it needs arguments and cannot be loaded as a source"
-            )
+        check_loadable(plan)
         logger.info(
             "reading %s.%s (FINAL=%s)",
             plan.table.database,
@@ -152,6 +148,15 @@ class Catalog:
             context.__exit__(None, None, None)
             raise
         return pa.RecordBatchReader.from_batches(first.schema, _chain(first, batches, context))
+
+
+def check_loadable(plan: ReadPlan) -> None:
+    """Raise if the plan's table cannot be read as a whole (a parameterized view)."""
+    if plan.table.engine.family is Family.PARAMETERIZED_VIEW:
+        raise ValueError(
+            f"{plan.table.database}.{plan.table.table} is a parameterized view: "
+            "it needs arguments and cannot be loaded as a source"
+        )
 
 
 def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch], context: Any) -> Iterator:

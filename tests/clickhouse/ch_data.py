@@ -52,6 +52,14 @@ INSERTS = {
 }
 
 
+def project_args(target: str, folder: Path | None = None) -> list[str]:
+    """dbt/dbt-merge arguments for the test project; dbt's outputs go to `folder`."""
+    args = ["--project-dir", str(PROJECT), "--profiles-dir", str(PROJECT), "--target", target]
+    if folder is not None:
+        args += ["--target-path", str(folder / "target"), "--log-path", str(folder / "logs")]
+    return args
+
+
 def populate(client) -> None:
     """Create every test table in each database, stop merges, then INSERT each version apart."""
     for db in DATABASES:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
-from ch_data import PROJECT
-from dbt_merge.cli import main
+from ch_data import PROJECT, project_args
+from dbt_merge.cli import INSPECT_HEADERS, main
 
 pytestmark = pytest.mark.clickhouse
 
@@ -14,31 +16,10 @@ def _lines(out: str) -> dict[str, str]:
 
 
 def test_inspect_prints_engine_keys_and_decision(ch, capsys):
-    code = main(
-        [
-            "inspect",
-            "--project-dir",
-            str(PROJECT),
-            "--profiles-dir",
-            str(PROJECT),
-            "--target",
-            "duckdb",
-        ]
-    )
+    code = main(["inspect", *project_args("duckdb")])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert out.splitlines()[0].split() == [
-        "source",
-        "database",
-        "table",
-        "engine",
-        "key",
-        "version",
-        "sign",
-        "other",
-        "FINAL",
-        "reason",
-    ]
+    assert out.splitlines()[0].split() == list(INSPECT_HEADERS)
     lines = _lines(out)
     assert len(lines) == 18
     assert lines["ch.rmt"].split()[:9] == [
@@ -69,18 +50,22 @@ def test_inspect_prints_engine_keys_and_decision(ch, capsys):
 
 
 def test_inspect_lists_only_sources_marked_with_the_plugin(ch, capsys):
-    code = main(
-        [
-            "inspect",
-            "--project-dir",
-            str(PROJECT),
-            "--profiles-dir",
-            str(PROJECT),
-            "--target",
-            "duckdb",
-            "--plugin",
-            "not_clickhouse",
-        ]
-    )
+    code = main(["inspect", *project_args("duckdb"), "--plugin", "not_clickhouse"])
     assert code == 0
     assert len(capsys.readouterr().out.splitlines()) == 2
+
+
+def test_land_fails_before_loading_when_final_is_forced_on_merge_tree(ch, capsys, tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("target", "logs"))
+    sources = project / "models" / "sources.yml"
+    sources.write_text(
+        sources.read_text().replace(
+            "      - name: mt\n", "      - name: mt\n        meta: {use_final: true}\n", 1
+        )
+    )
+    args = ["--project-dir", str(project), "--profiles-dir", str(PROJECT), "--target", "spark"]
+    assert main(["land", *args]) == 1
+    err = capsys.readouterr().err
+    assert "source ch.mt: use_final is true but engine MergeTree cannot take FINAL" in err
+    assert "Traceback" not in err

@@ -6,7 +6,7 @@ import os
 
 import duckdb
 import pytest
-from ch_data import FINAL_MATTERS, PROJECT, PROJECT_SOURCES, clickhouse_rows, rows
+from ch_data import FINAL_MATTERS, PROJECT_SOURCES, clickhouse_rows, project_args, rows
 from dbt.adapters.duckdb.utils import SourceConfig
 from dbt_merge.clickhouse_config import ClickHouseConfig
 from dbt_merge.duckdb_plugin import Plugin
@@ -31,19 +31,7 @@ def dbt_duckdb(ch, tmp_path_factory):
     os.environ.update(env)
     try:
         result = dbtRunner().invoke(
-            [
-                "run",
-                "--project-dir",
-                str(PROJECT),
-                "--profiles-dir",
-                str(PROJECT),
-                "--target",
-                "duckdb",
-                "--log-path",
-                str(folder / "logs"),
-                "--log-level-file",
-                "debug",
-            ]
+            ["run", *project_args("duckdb", folder), "--log-level-file", "debug"]
         )
     finally:
         for key, value in old.items():

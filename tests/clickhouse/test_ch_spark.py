@@ -4,7 +4,7 @@ then the project's dbt-spark models read them with `source()`; reruns replace at
 from __future__ import annotations
 
 import pytest
-from ch_data import FINAL_MATTERS, PROJECT, PROJECT_SOURCES, clickhouse_rows, rows
+from ch_data import FINAL_MATTERS, PROJECT_SOURCES, clickhouse_rows, project_args, rows
 from dbt_merge.cli import main
 from dbt_merge.clickhouse_client import Catalog
 from dbt_merge.sources import ClickHouseSource
@@ -23,34 +23,10 @@ def landed(spark, ch, tmp_path_factory):
 
     out = StringIO()
     with redirect_stdout(out):
-        code = main(
-            [
-                "land",
-                "--project-dir",
-                str(PROJECT),
-                "--profiles-dir",
-                str(PROJECT),
-                "--target",
-                "spark",
-            ]
-        )
+        code = main(["land", *project_args("spark")])
     assert code == 0, out.getvalue()
     folder = tmp_path_factory.mktemp("ch_spark")
-    result = dbtRunner().invoke(
-        [
-            "run",
-            "--project-dir",
-            str(PROJECT),
-            "--profiles-dir",
-            str(PROJECT),
-            "--target",
-            "spark",
-            "--target-path",
-            str(folder / "target"),
-            "--log-path",
-            str(folder / "logs"),
-        ]
-    )
+    result = dbtRunner().invoke(["run", *project_args("spark", folder)])
     assert result.success, result.exception
     return out.getvalue()
 
