@@ -85,9 +85,15 @@ class Catalog:
                 if _depth >= _MAX_DISTRIBUTED_DEPTH:
                     raise ValueError(f"Distributed chain too deep at {database}.{table}")
                 target_db, target_table = info.distributed_target
-                target = self.table(target_db or database, target_table, _depth + 1)
-                info = replace(info, target=target.engine)
-                sorting_key = sorting_key or target.sorting_key
+                try:
+                    target = self.table(target_db or database, target_table, _depth + 1)
+                except TableNotFoundError:
+                    # The local table lives only on the shards: the engine stays unresolved,
+                    # and an automatic decision probes FINAL through the Distributed table.
+                    target = None
+                if target is not None:
+                    info = replace(info, target=target.engine)
+                    sorting_key = sorting_key or target.sorting_key
             self._tables[key] = TableInfo(database, table, info, sorting_key or "")
         return self._tables[key]
 

@@ -136,3 +136,16 @@ def test_parameterized_view_cannot_be_loaded(catalog):
     plan = catalog.plan("ch_a", "pvw", None)
     with pytest.raises(ValueError, match="parameterized view"):
         catalog.stream(plan)
+
+
+def test_distributed_whose_table_is_not_local_is_probed(ch):
+    ch.command(
+        "CREATE TABLE IF NOT EXISTS ch_a.dist_remote (k UInt32)"
+        " ENGINE = Distributed('one_shard', 'ch_a', 'only_on_shards')"
+    )
+    catalog = Catalog(ch)
+    info = catalog.table("ch_a", "dist_remote")
+    assert info.engine.family is Family.DISTRIBUTED and info.engine.target is None
+    assert catalog.plan("ch_a", "dist_remote", False).decision.use_final is False
+    with pytest.raises(Exception, match="only_on_shards"):
+        catalog.plan("ch_a", "dist_remote", None)
