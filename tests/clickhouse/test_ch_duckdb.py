@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import duckdb
+import pyarrow as pa
 import pytest
 from ch_data import FINAL_MATTERS, PROJECT_SOURCES, clickhouse_rows, project_args, rows
 from dbt.adapters.duckdb.utils import SourceConfig
@@ -80,3 +81,32 @@ def test_forcing_final_on_merge_tree_fails_naming_source_and_engine(chdb_dsn):
         plugin.load(config)
     config.meta["use_final"] = False
     assert plugin.load(config).read_all().num_rows == 3
+
+
+def test_load_into_duckdb_streams_with_bounded_arrow_memory(ch, chdb_dsn):
+    ch.command(
+        "CREATE TABLE IF NOT EXISTS ch_a.wide (k UInt64, v String, ver UInt32)"
+        " ENGINE = ReplacingMergeTree(ver) ORDER BY k"
+    )
+    ch.command("TRUNCATE TABLE ch_a.wide")
+    ch.command("INSERT INTO ch_a.wide SELECT number, repeat('x', 100), 1 FROM numbers(1000000)")
+    plugin = Plugin.create("dbt_merge.duckdb_plugin", alias="clickhouse", config={"dsn": chdb_dsn})
+    reader = plugin.load(
+        SourceConfig(name="wide", identifier="wide", schema="ch_a", database=None, meta={}, tags=[])
+    )
+    peak = 0
+
+    def watched():
+        nonlocal peak
+        for batch in reader:
+            peak = max(peak, pa.total_allocated_bytes())
+            yield batch
+
+    with duckdb.connect() as con:
+        con.register("src", pa.RecordBatchReader.from_batches(reader.schema, watched()))
+        con.execute("CREATE TABLE t AS SELECT * FROM src")
+        assert con.execute("SELECT count(*), sum(length(v)) FROM t").fetchall() == [
+            (1_000_000, 100_000_000)
+        ]
+    # The table is > 100 MB as Arrow; the stream never holds more than a few batches.
+    assert 0 < peak < 20_000_000
