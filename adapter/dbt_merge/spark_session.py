@@ -50,7 +50,7 @@ def spark_conf(target: dict) -> dict[str, str]:
 
 
 def get_spark_session(conf: dict[str, str]):
-    """Get (or create) the process's SparkSession with `conf`, as dbt-spark's session method does."""
+    """Get (or create) the process's SparkSession with `conf`, like dbt-spark's session method."""
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.enableHiveSupport()
