@@ -87,8 +87,9 @@ class Spark:
         return tuple(self.spark.sql(sql).collect()[0])
 
     def create_table(self, name: str, select: str) -> None:
-        self.execute(f"drop table if exists bench.{name} purge")
-        self.execute(f"create table bench.{name} using iceberg as {select}")
+        # `drop table` leaves an Iceberg table in place here (SparkSessionCatalog + V1 commands);
+        # an atomic replace works.
+        self.execute(f"create or replace table bench.{name} using iceberg as {select}")
 
     def restore(self, table: str, pristine: str) -> None:
         self.create_table(table, f"select * from bench.{pristine}")

@@ -61,6 +61,9 @@ def markdown(meta: dict, results: list[dict]) -> str:
         f"Run {meta['date']}, {'quick (1/10 sizes)' if meta['quick'] else 'full sizes'}, "
         f"median of {meta['reps']} run(s), {meta['wall_seconds']} s wall in all.",
         f"Machine: {meta['machine']}.",
+        "Load average (1/5/15 min) at start {} and end {}: other work shared the machine.".format(
+            *("/".join(f"{x:.1f}" for x in meta["load_average"][k]) for k in ("start", "end"))
+        ),
         "Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".",
         "",
     ]
