@@ -4,14 +4,14 @@ SHELL := /bin/bash
 setup:
 	@bash scripts/setup.sh
 
-demo: setup
+demo:
 	@bash scripts/demo.sh
 
-lint: setup
-	@.venv/bin/ruff check adapter tests benchmarks
+test:
+	@bash scripts/test.sh $(PYTEST_ARGS)
 
-test: setup lint
-	@source scripts/env.sh && python -m pytest -q $(PYTEST_ARGS)
+lint: setup
+	@.venv/bin/ruff check adapter tests benchmarks scripts
 
 bench: setup
 	@bash scripts/bench.sh $(BENCH_ARGS)
