@@ -50,6 +50,11 @@ ERRORS = {
     "err_dedup_order_key_column": ["dedup_order_by column 'id' is part of unique_key"],
     "err_dedup_order_wrong_strategy": ["dedup_order_by is set but strategy is 'upsert'"],
     "err_update_columns_unknown": ["merge_update_columns names column 'balance'"],
+    "err_update_and_exclude_columns": [
+        "merge_update_columns and merge_exclude_columns are both set"],
+    "err_bad_on_schema_change": [
+        "on_schema_change 'append' is not one of: ignore, fail, append_new_columns, "
+        "sync_all_columns"],
     "err_schema_fail": ["on_schema_change is 'fail'", "new in the SELECT: tier_code"],
     "err_cast_midway": [],  # the engine's own cast/overflow error, raised while writing
     "err_spark_file_format": ["file_format 'parquet' does not support MERGE on Spark",
