@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -61,7 +62,11 @@ def parse_project(
         args += ["--profiles-dir", str(profiles_dir)]
     if target:
         args += ["--target", target]
-    result = dbtRunner().invoke(args)
+    # Parse into a scratch folder: the project's own target/ (manifest, partial parse) and
+    # logs/ stay as the user's last dbt command left them.
+    with tempfile.TemporaryDirectory(prefix="dbt_merge_parse_") as scratch:
+        args += ["--target-path", scratch, "--log-path", scratch]
+        result = dbtRunner().invoke(args)
     if not result.success:
         raise RuntimeError(f"dbt parse failed for {project_dir}: {result.exception}")
     manifest = result.result
