@@ -1,0 +1,190 @@
+"""Every entry of the bad-input catalogue fails with its message and leaves the target as it was;
+identifiers that are merely unusual (reserved words, mixed case, spaces, quotes, SQL-looking
+names) merge correctly. One dbt invocation per engine runs the whole catalogue."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from dbt_helpers import run_dbt
+
+from .catalogue import CATALOGUE, TARGET_ROWS, Bad
+from .harness import PROFILES_DIR, DuckEngine, SparkEngine, make_project, model_sql
+from .reference import Options, OrderTerm, canonical, merge
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
+SCHEMA = "rel_bad"
+
+# ------------------------------------------------------------- identifiers that must work
+
+T0 = TARGET_ROWS[0]["updated_at"]
+WEIRD_COLS = [
+    ("select", "int"),
+    ("Mixed Case", "str"),
+    ("it's", "str"),
+    ('say "hi"', "float"),
+    ('x"; drop table t; --', "str"),
+    ("from", "ts"),
+    ("order", "int"),
+    ("back`tick", "str"),
+]
+WEIRD_TARGET = [
+    {
+        "select": 1,
+        "Mixed Case": "A",
+        "it's": "x",
+        'say "hi"': 1.0,
+        'x"; drop table t; --': "'; drop table t; --",
+        "from": T0,
+        "order": 1,
+        "back`tick": "`",
+    },
+    {
+        "select": 1,
+        "Mixed Case": "a",
+        "it's": "y",
+        'say "hi"': 2.0,
+        'x"; drop table t; --': None,
+        "from": T0,
+        "order": 1,
+        "back`tick": None,
+    },
+    {
+        "select": 2,
+        "Mixed Case": "A",
+        "it's": "z",
+        'say "hi"': None,
+        'x"; drop table t; --': "",
+        "from": None,
+        "order": 2,
+        "back`tick": "a",
+    },
+]
+WEIRD_SOURCE = [
+    {**WEIRD_TARGET[0], "it's": "x2", 'x"; drop table t; --': '"quoted"'},
+    {**WEIRD_TARGET[0], "it's": "older", "order": 0},  # loses the dedup to the row above
+    {**WEIRD_TARGET[1]},
+    {
+        "select": 3,
+        "Mixed Case": "MIXED",
+        "it's": "new",
+        'say "hi"': -0.5,
+        'x"; drop table t; --': "`;`",
+        "from": T0,
+        "order": None,
+        "back`tick": "``",
+    },
+]
+WEIRD_KEY = ["select", "Mixed Case"]
+WEIRD_MODELS = {
+    # model: (strategy, options, source rows)
+    "w_upsert": ("upsert", Options(), [WEIRD_SOURCE[0], WEIRD_SOURCE[2], WEIRD_SOURCE[3]]),
+    "w_dedupe": ("deduplicate", Options(dedup_order_by=[OrderTerm("order", True)]), WEIRD_SOURCE),
+    "w_full": (
+        "full_merge",
+        Options(update_columns=["it's", 'x"; drop table t; --']),
+        [WEIRD_SOURCE[0], WEIRD_SOURCE[3]],
+    ),
+}
+
+
+def _weird_config(strategy: str, opts: Options) -> dict:
+    cfg: dict = {"strategy": strategy, "unique_key": WEIRD_KEY}
+    if opts.dedup_order_by:
+        cfg["dedup_order_by"] = [
+            t.column + (" desc" if t.descending else "") for t in opts.dedup_order_by
+        ]
+    if opts.update_columns is not None:
+        cfg["merge_update_columns"] = opts.update_columns
+    return cfg
+
+
+# ------------------------------------------------------------- one run per engine
+
+
+def _run(engine, tmp: Path):
+    src = SCHEMA + "_src"
+    engine.setup(SCHEMA, src)
+    models = {}
+    for bad in CATALOGUE:
+        if engine.name not in bad.engines:
+            continue
+        name = f"b_{bad.id}"
+        engine.create(SCHEMA, name, bad.target_cols, TARGET_ROWS)
+        engine.create(src, f"s_{bad.id}", bad.source_cols, bad.source_rows)
+        cfg = {**bad.config, "schema": SCHEMA}
+        if engine.name == "spark" and "file_format" not in cfg:
+            cfg["file_format"] = "iceberg"
+        cfg = {k: v for k, v in cfg.items() if v is not None}
+        models[name] = model_sql(cfg, f"select * from {src}.s_{bad.id}")
+    for name, (strategy, opts, rows) in WEIRD_MODELS.items():
+        engine.create(SCHEMA, name, WEIRD_COLS, WEIRD_TARGET)
+        engine.create(src, f"s_{name}", WEIRD_COLS, rows)
+        cfg = {**_weird_config(strategy, opts), "schema": SCHEMA}
+        if engine.name == "spark":
+            cfg["file_format"] = "iceberg"
+        models[name] = model_sql(cfg, f"select * from {src}.s_{name}")
+    project = make_project(tmp / f"bad_{engine.name}", f"bad_{engine.name}", models)
+    return engine, run_dbt(["run"], project, engine.name, PROFILES_DIR)
+
+
+@pytest.fixture(scope="module")
+def duckdb_run(tmp_path_factory):
+    return _run(DuckEngine(), tmp_path_factory.mktemp("bad"))
+
+
+@pytest.fixture(scope="module")
+def spark_run(spark, tmp_path_factory):
+    return _run(SparkEngine(spark), tmp_path_factory.mktemp("bad"))
+
+
+def _check_bad(engine, run, bad: Bad) -> None:
+    model = f"b_{bad.id}"
+    message = " ".join(run.error(model).split())
+    if bad.ours:
+        assert f"dbt_merge: model '{model}': " in message, message
+    assert bad.excerpt(engine.name) in message, message
+    names, rows = engine.rows(SCHEMA, model)
+    assert names == [c for c, _ in bad.target_cols]
+    assert canonical(rows, names) == canonical(TARGET_ROWS, names), "target changed"
+
+
+def _check_weird(engine, run) -> None:
+    names = [c for c, _ in WEIRD_COLS]
+    for model, (strategy, opts, rows) in WEIRD_MODELS.items():
+        expected, stats = merge(strategy, rows, WEIRD_TARGET, WEIRD_KEY, opts)
+        assert run.stats(model) == stats.as_dict(), model
+        got_names, got = engine.rows(SCHEMA, model)
+        assert got_names == names
+        assert canonical(got, names) == canonical(expected, names), model
+
+
+@pytest.mark.parametrize("bad", [b for b in CATALOGUE if "duckdb" in b.engines], ids=lambda b: b.id)
+def test_bad_input_duckdb(duckdb_run, bad):
+    _check_bad(*duckdb_run, bad)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("bad", [b for b in CATALOGUE if "spark" in b.engines], ids=lambda b: b.id)
+def test_bad_input_spark(spark_run, bad):
+    _check_bad(*spark_run, bad)
+
+
+def test_unusual_identifiers_work_duckdb(duckdb_run):
+    _check_weird(*duckdb_run)
+
+
+@pytest.mark.spark
+def test_unusual_identifiers_work_spark(spark_run):
+    _check_weird(*spark_run)
+
+
+def test_docs_table_lists_the_catalogue():
+    """docs/errors.md has one row per catalogue entry, with its message excerpt."""
+    text = DOCS.read_text()
+    for bad in CATALOGUE:
+        assert re.search(rf"<a id=\"{bad.id}\"></a>", text), f"{bad.id} missing from {DOCS}"
+        for excerpt in {bad.excerpt(e) for e in bad.engines}:
+            assert excerpt.replace("|", "\\|") in text, f"{bad.id}: {excerpt!r} not in {DOCS}"
