@@ -1,0 +1,195 @@
+"""Concurrent writers.
+
+Iceberg (Spark): a `dbt run` merging into a table while another writer keeps committing
+MERGE statements into the same table. Iceberg commits optimistically: a commit that lost the
+race on the metadata pointer is retried by Iceberg itself (`commit.retry.num-retries`) after
+re-validating; a commit that conflicts with files another writer replaced fails with
+`ValidationException` and commits nothing. The package does not retry: the losing `dbt run`
+fails with Iceberg's message and is safe to run again. Either way no committed update is lost.
+
+DuckDB: one writer process per database file (a second process fails to open the file), and
+inside one process a conflicting open transaction makes the merge fail with DuckDB's
+transaction conflict; in both cases the target is unchanged and the next run completes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from dbt_helpers import run_dbt
+
+from .harness import PROFILES_DIR, DuckEngine, make_project, model_sql
+
+DBT = str(Path(sys.executable).parent / "dbt")
+
+
+@pytest.mark.spark
+def test_concurrent_merges_iceberg(spark, tmp_path):
+    spark.sql("create database if not exists rel_conc")
+    spark.sql(
+        "create or replace table rel_conc.t using iceberg as "
+        "select id, 'old' as v, 0 as counter from range(200000)"
+    )
+    spark.sql(
+        "create or replace table rel_conc.src using iceberg as "
+        "select id, 'dbt' as v, 0 as counter from range(0, 200000, 2)"
+    )
+    project = make_project(
+        tmp_path / "proj",
+        "conc_spark",
+        {
+            "t": model_sql(
+                {
+                    "strategy": "upsert",
+                    "unique_key": "id",
+                    "schema": "rel_conc",
+                    "file_format": "iceberg",
+                    "merge_update_columns": ["v"],
+                },
+                "select * from rel_conc.src",
+            )
+        },
+    )
+    # The other writer: MERGEs that bump a counter on odd ids (disjoint from the dbt source).
+    other_merge = (
+        "merge into rel_conc.t as d using (select id from range(1, 60, 2)) as s "
+        "on d.id = s.id when matched then update set counter = d.counter + 1"
+    )
+    stop = threading.Event()
+    committed: list[float] = []
+    failed: list[str] = []
+
+    def other_writer() -> None:
+        while not stop.is_set():
+            try:
+                spark.sql(other_merge)
+                committed.append(time.monotonic())
+            except Exception as e:  # the other writer lost the race: nothing committed
+                failed.append(str(e).splitlines()[0][:300])
+
+    writer = threading.Thread(target=other_writer)
+    writer.start()
+    time.sleep(2)  # the other writer is committing before and during the dbt merge
+    started = time.monotonic()
+    run = run_dbt(["run"], project, "spark", PROFILES_DIR)
+    ended = time.monotonic()
+    time.sleep(1)
+    stop.set()
+    writer.join()
+
+    during = [t for t in committed if started <= t <= ended]
+    print(
+        f"other writer: {len(committed)} commits ({len(during)} during dbt), "
+        f"{len(failed)} failed; dbt success={run.success}"
+    )
+    assert during, "the two writers did not overlap"
+    spark.sql("refresh table rel_conc.t")
+    counters = spark.sql(
+        "select min(counter), max(counter) from rel_conc.t where id % 2 = 1 and id < 60"
+    ).collect()[0]
+    assert tuple(counters) == (len(committed), len(committed)), (
+        f"the other writer's committed updates were lost: {counters}, {len(committed)} commits"
+    )
+    assert spark.sql("select count(*) from rel_conc.t").collect()[0][0] == 200000
+    even = spark.sql("select v, count(*) from rel_conc.t where id % 2 = 0 group by v").collect()
+    if run.success:
+        assert run.stats("t")["updated"] == 100000
+        assert [tuple(r) for r in even] == [("dbt", 100000)], even
+    else:
+        message = run.error("t")
+        assert any(s in message for s in ("ValidationException", "conflict", "CommitFailed")), (
+            message
+        )
+        assert [tuple(r) for r in even] == [("old", 100000)], "partial merge by the loser"
+        rerun = run_dbt(["run"], project, "spark", PROFILES_DIR)
+        assert rerun.success and rerun.stats("t")["updated"] == 100000
+    for message in failed:
+        assert any(s in message for s in ("ValidationException", "conflict", "CommitFailed")), (
+            message
+        )
+
+
+def test_second_duckdb_process_fails_clearly(tmp_path):
+    """Another process holds the database file: the dbt run fails to open it, nothing changes."""
+    db = tmp_path / "locked.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("create schema c")
+    con.execute("create table c.t as select range as id, 'old' as v from range(10)")
+    con.execute("create table c.src as select range as id, 'new' as v from range(5, 15)")
+    project = make_project(
+        tmp_path / "proj",
+        "lock_duckdb",
+        {
+            "t": model_sql(
+                {"strategy": "upsert", "unique_key": "id", "schema": "c"}, "select * from c.src"
+            )
+        },
+    )
+    cmd = [DBT, "run", "--project-dir", str(project), "--profiles-dir", str(PROFILES_DIR)]
+    env = {**os.environ, "DBT_MERGE_DUCKDB_PATH": str(db)}
+    try:
+        res = subprocess.run(cmd + ["--target", "duckdb"], env=env, capture_output=True, text=True)
+        assert res.returncode != 0
+        assert "Could not set lock on file" in res.stdout, res.stdout[-2000:]
+        assert con.execute("select count(*), min(v), max(v) from c.t").fetchone() == (
+            10,
+            "old",
+            "old",
+        )
+    finally:
+        con.close()
+    res = subprocess.run(cmd + ["--target", "duckdb"], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-2000:]
+    assert "MERGE upsert: 5 inserted, 5 updated, 0 deleted, 0 unchanged, 15 total" in res.stdout
+
+
+def test_conflicting_duckdb_transaction_fails_clearly(tmp_path):
+    """Inside one process: another connection has uncommitted deletes of rows the merge
+    replaces. DuckDB aborts the merge's transaction; the target is unchanged. (DuckDB does
+    not treat "delete a row another open transaction updated" as a conflict; both commit and
+    the result is that of running them one after the other.)"""
+    eng = DuckEngine()
+    eng.setup("rel_conc")
+    eng.con.execute(
+        "create or replace table rel_conc.t as select range as id, 'old' as v from range(10)"
+    )
+    eng.con.execute(
+        "create or replace table rel_conc.src as select range as id, 'new' as v from range(5, 15)"
+    )
+    project = make_project(
+        tmp_path / "proj",
+        "txn_duckdb",
+        {
+            "t": model_sql(
+                {"strategy": "upsert", "unique_key": "id", "schema": "rel_conc"},
+                "select * from rel_conc.src",
+            )
+        },
+    )
+    other = eng.con.cursor()
+    other.execute("begin transaction")
+    other.execute("delete from rel_conc.t where id = 7")
+    run = run_dbt(["run"], project, "duckdb", PROFILES_DIR)
+    message = run.error("t")
+    assert "TransactionContext Error" in message and "onflict" in message, message
+    other.execute("rollback")
+    assert eng.con.execute("select count(*), min(v), max(v) from rel_conc.t").fetchone() == (
+        10,
+        "old",
+        "old",
+    )
+    run = run_dbt(["run"], project, "duckdb", PROFILES_DIR)
+    assert run.stats("t") == {
+        "inserted": 5,
+        "updated": 5,
+        "deleted": 0,
+        "unchanged": 0,
+        "total": 15,
+    }
