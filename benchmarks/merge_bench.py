@@ -63,6 +63,9 @@ class Result:
         return statistics.median(self.seconds) if self.seconds else None
 
 
+ALL_FORMULATIONS = False
+
+
 def jobs_for(engine: str, strategies: list[str], builtins: bool = True) -> list[Job]:
     jobs = []
     for strategy in strategies:
@@ -70,7 +73,8 @@ def jobs_for(engine: str, strategies: list[str], builtins: bool = True) -> list[
         formulations = (
             baselines.duckdb_baselines if engine == "duckdb" else baselines.spark_baselines
         )(strategy, "t", "s")
-        jobs += [Job(strategy, "sql", name) for name in formulations]
+        names = list(formulations) if ALL_FORMULATIONS else list(formulations)[:1]
+        jobs += [Job(strategy, "sql", name) for name in names]
     if builtins:
         jobs += [Job("upsert", "dbt", model) for model in BUILTINS[engine]]
     return jobs
@@ -134,8 +138,8 @@ def measure(engine_name: str, quick: bool, reps: int, workdir: Path, log) -> lis
     for inc, jobs in plan(engine_name, quick):
         pristine = data.target_table(inc.target_rows)
         start = time.perf_counter()
-        if not engine.exists(pristine):
-            engine.create_table(pristine, data.target_select(engine_name, inc.target_rows))
+        if not engine.target_exists(pristine):
+            engine.create_target(pristine, data.target_select(engine_name, inc.target_rows))
         if not engine.exists(inc.table):
             engine.create_table(inc.table, data.increment_select(engine_name, inc))
         engine.set_source(inc.table)
@@ -194,7 +198,7 @@ def run_one(engine, dbt: DbtProject, pristine: str, job: Job, res: Result, first
     if job.kind == "sql":
         formulations = (
             baselines.duckdb_baselines if engine.name == "duckdb" else baselines.spark_baselines
-        )(job.strategy, f"{engine.schema}.{table}", f"{engine.schema}.bench_src")
+        )(job.strategy, engine.target_ref(table), engine.source_ref())
         try:
             seconds = engine.run_statements(formulations[job.method])
         except Exception as exc:  # a formulation the engine rejects is reported, not fatal
@@ -265,8 +269,15 @@ def main(argv: list[str] | None = None) -> int:
         "(default benchmarks/results, or a temp folder with --quick)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary databases")
+    parser.add_argument(
+        "--all-formulations",
+        action="store_true",
+        help="run every hand-written formulation, not only the fastest one seen so far",
+    )
     parser.add_argument("--json-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    global ALL_FORMULATIONS
+    ALL_FORMULATIONS = args.all_formulations
     reps = args.reps or (1 if args.quick else 2 if args.engine == "spark" else 3)
     out = args.out or (
         Path(tempfile.mkdtemp(prefix="merge_bench_out_"))
@@ -290,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                 ["--reps", str(args.reps)] if args.reps else []
             )
             cmd += (["--quick"] if args.quick else []) + (["--keep"] if args.keep else [])
+            cmd += ["--all-formulations"] if args.all_formulations else []
             if subprocess.run(cmd, cwd=REPO).returncode != 0:
                 log(f"{engine}: benchmark failed; reporting the other engine only")
                 continue

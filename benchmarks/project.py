@@ -79,17 +79,22 @@ def write_project(root: Path, engine: str, duckdb_path: Path | None = None) -> N
         yaml.safe_dump({"merge_bench": {"target": engine, "outputs": {engine: outputs[engine]}}})
     )
     source = f"select * from {schema(engine)}.bench_src"
+
+    def where(model: str) -> str:
+        # DuckDB: each model's table is main.target of its own attached database (see engines.py)
+        return f", database='{model}', alias='target'" if engine == "duckdb" else ""
+
     for strategy in STRATEGIES:
         extra = ", dedup_order_by='updated_at desc'" if strategy == "deduplicate" else ""
         (root / "models" / f"ours_{strategy}.sql").write_text(
             f"{{{{ config(materialized='merge', strategy='{strategy}', "
-            f"unique_key='id'{extra}) }}}}\n"
+            f"unique_key='id'{extra}{where('ours_' + strategy)}) }}}}\n"
             f"{source}\n"
         )
     for model, builtin in BUILTINS[engine].items():
         (root / "models" / f"{model}.sql").write_text(
             "{{ config(materialized='incremental', "
-            f"incremental_strategy='{builtin}', unique_key='id') }}}}\n"
+            f"incremental_strategy='{builtin}', unique_key='id'{where(model)}) }}}}\n"
             f"{source}\n"
         )
 
