@@ -5,6 +5,7 @@ NULL, both are NaN, or they compare equal (so 0.0 and -0.0 are the same, as in S
 
     merge(strategy, source, target, key, ...) -> (rows after, stats)
 
+Target rows whose key has a NULL are kept and never matched (see merge()).
 `target=None` means the table does not exist yet (first run): it is built from the checked,
 deduplicated source and every row counts as inserted. Bad source rows raise MergeError before
 anything is "written", with `kind` one of: null_key, duplicate_key, dedup_tie, dedup_differ.
@@ -161,7 +162,13 @@ def merge(
 
     columns = list(target[0]) if target else (list(source[0]) if source else [])
     upd = update_columns(columns, key, opts) if matched_action == "update" else []
-    by_key = {tuple(value_token(t[k]) for k in key): i for i, t in enumerate(target)}
+    # A target row with a NULL key can match no source row (source keys are never NULL); it
+    # is outside the merge: kept as it is by every strategy and not counted.
+    by_key = {
+        tuple(value_token(t[k]) for k in key): i
+        for i, t in enumerate(target)
+        if all(t[k] is not None for k in key)
+    }
     out: list[Row | None] = [dict(t) for t in target]
     stats = Stats()
     seen = set()

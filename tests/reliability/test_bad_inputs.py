@@ -188,3 +188,48 @@ def test_docs_table_lists_the_catalogue():
         assert re.search(rf"<a id=\"{bad.id}\"></a>", text), f"{bad.id} missing from {DOCS}"
         for excerpt in {bad.excerpt(e) for e in bad.engines}:
             assert excerpt.replace("|", "\\|") in text, f"{bad.id}: {excerpt!r} not in {DOCS}"
+
+
+# ------------------------------------------------------------- target rows with a NULL key
+
+NULL_KEY_COLS = [("k1", "int"), ("k2", "str"), ("v", "str")]
+NULL_KEY_TARGET = [
+    {"k1": 1, "k2": "a", "v": "old"},
+    {"k1": None, "k2": "a", "v": "null k1"},
+    {"k1": 2, "k2": None, "v": "null k2"},
+    {"k1": 3, "k2": "c", "v": "gone"},
+]
+NULL_KEY_SOURCE = [{"k1": 1, "k2": "a", "v": "new"}, {"k1": 4, "k2": "d", "v": "ins"}]
+
+
+def _null_key_target(engine, tmp: Path) -> None:
+    """A table created outside the package may hold rows with a NULL key. They can match no
+    source row: every strategy keeps them as they are (full_merge too) and counts nothing."""
+    schema = "rel_nullkey"
+    engine.setup(schema, schema + "_src")
+    engine.create(schema + "_src", "s", NULL_KEY_COLS, NULL_KEY_SOURCE)
+    models = {}
+    for strategy in ("upsert", "insert", "update", "full_merge", "deduplicate"):
+        engine.create(schema, f"n_{strategy}", NULL_KEY_COLS, NULL_KEY_TARGET)
+        cfg = {"strategy": strategy, "unique_key": ["k1", "k2"], "schema": schema}
+        if engine.name == "spark":
+            cfg["file_format"] = "iceberg"
+        models[f"n_{strategy}"] = model_sql(cfg, f"select * from {schema}_src.s")
+    project = make_project(tmp / f"nullkey_{engine.name}", f"nullkey_{engine.name}", models)
+    run = run_dbt(["run"], project, engine.name, PROFILES_DIR)
+    names = [c for c, _ in NULL_KEY_COLS]
+    for strategy in ("upsert", "insert", "update", "full_merge", "deduplicate"):
+        model = f"n_{strategy}"
+        expected, stats = merge(strategy, NULL_KEY_SOURCE, NULL_KEY_TARGET, ["k1", "k2"])
+        assert run.stats(model) == stats.as_dict(), model
+        _, got = engine.rows(schema, model)
+        assert canonical(got, names) == canonical(expected, names), (model, got)
+
+
+def test_target_rows_with_null_key_duckdb(tmp_path):
+    _null_key_target(DuckEngine(), tmp_path)
+
+
+@pytest.mark.spark
+def test_target_rows_with_null_key_spark(spark, tmp_path):
+    _null_key_target(SparkEngine(spark), tmp_path)
