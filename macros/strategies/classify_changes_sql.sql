@@ -44,10 +44,13 @@
     end as dbt_merge_action
   from {{ plan.deduped or plan.stage }} as {{ src }}
   {{ plan.join_type }} join (
+    {#- Target rows with a NULL key (made outside the package) can match no source row: they
+        stay out of the merge, so full_merge neither deletes nor re-inserts them. #}
     select * from {{ plan.target }} as {{ dst }}
-    {%- if plan.predicates %}
-    where {% for predicate in plan.predicates %}({{ predicate }}){% if not loop.last %} and {% endif %}{% endfor %}
-    {%- endif %}
+    where {% for key in plan.key_columns %}{{ dst }}.{{ dbt_merge.quote_identifier(key) }} is not null{% if not loop.last %} and {% endif %}{% endfor %}
+    {%- for predicate in plan.predicates %}
+      and ({{ predicate }})
+    {%- endfor %}
   ) as {{ dst }}
     on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
 {% endmacro %}
