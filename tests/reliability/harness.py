@@ -183,6 +183,11 @@ class DuckEngine:
     def create(self, schema: str, table: str, columns: list[tuple[str, str]], rows: list) -> None:
         duckdb_create(self.con, f"{schema}.{duck_quote(table)}", columns, rows)
 
+    def source(self, schema: str, table: str, columns: list[tuple[str, str]], rows: list) -> str:
+        """A relation holding `rows` for a model to select from."""
+        self.create(schema, table, columns, rows)
+        return f"{schema}.{duck_quote(table)}"
+
     def drop(self, schema: str, table: str) -> None:
         self.con.execute(f"drop table if exists {schema}.{duck_quote(table)}")
 
@@ -205,6 +210,15 @@ class SparkEngine:
 
     def create(self, schema: str, table: str, columns: list[tuple[str, str]], rows: list) -> None:
         spark_create(self.spark, f"{schema}.{table}", columns, rows)
+
+    def source(self, schema: str, table: str, columns: list[tuple[str, str]], rows: list) -> str:
+        """A relation holding `rows` for a model to select from: a global temporary view (dbt's
+        session shares this SparkSession), much cheaper than another Iceberg table."""
+        df = self.spark.createDataFrame(
+            [[r[c] for c, _ in columns] for r in rows], spark_schema(columns)
+        )
+        df.createOrReplaceGlobalTempView(f"{schema}_{table}")
+        return f"global_temp.{schema}_{table}"
 
     def drop(self, schema: str, table: str) -> None:
         self.spark.sql(f"drop table if exists {schema}.{table}")

@@ -113,19 +113,19 @@ def _run(engine, tmp: Path):
             continue
         name = f"b_{bad.id}"
         engine.create(SCHEMA, name, bad.target_cols, TARGET_ROWS)
-        engine.create(src, f"s_{bad.id}", bad.source_cols, bad.source_rows)
+        source = engine.source(src, f"s_{bad.id}", bad.source_cols, bad.source_rows)
         cfg = {**bad.config, "schema": SCHEMA}
         if engine.name == "spark" and "file_format" not in cfg:
             cfg["file_format"] = "iceberg"
         cfg = {k: v for k, v in cfg.items() if v is not None}
-        models[name] = model_sql(cfg, f"select * from {src}.s_{bad.id}")
+        models[name] = model_sql(cfg, f"select * from {source}")
     for name, (strategy, opts, rows) in WEIRD_MODELS.items():
         engine.create(SCHEMA, name, WEIRD_COLS, WEIRD_TARGET)
-        engine.create(src, f"s_{name}", WEIRD_COLS, rows)
+        source = engine.source(src, f"s_{name}", WEIRD_COLS, rows)
         cfg = {**_weird_config(strategy, opts), "schema": SCHEMA}
         if engine.name == "spark":
             cfg["file_format"] = "iceberg"
-        models[name] = model_sql(cfg, f"select * from {src}.s_{name}")
+        models[name] = model_sql(cfg, f"select * from {source}")
     project = make_project(tmp / f"bad_{engine.name}", f"bad_{engine.name}", models)
     return engine, run_dbt(["run"], project, engine.name, PROFILES_DIR)
 
@@ -207,14 +207,14 @@ def _null_key_target(engine, tmp: Path) -> None:
     source row: every strategy keeps them as they are (full_merge too) and counts nothing."""
     schema = "rel_nullkey"
     engine.setup(schema, schema + "_src")
-    engine.create(schema + "_src", "s", NULL_KEY_COLS, NULL_KEY_SOURCE)
+    source = engine.source(schema + "_src", "s", NULL_KEY_COLS, NULL_KEY_SOURCE)
     models = {}
     for strategy in ("upsert", "insert", "update", "full_merge", "deduplicate"):
         engine.create(schema, f"n_{strategy}", NULL_KEY_COLS, NULL_KEY_TARGET)
         cfg = {"strategy": strategy, "unique_key": ["k1", "k2"], "schema": schema}
         if engine.name == "spark":
             cfg["file_format"] = "iceberg"
-        models[f"n_{strategy}"] = model_sql(cfg, f"select * from {schema}_src.s")
+        models[f"n_{strategy}"] = model_sql(cfg, f"select * from {source}")
     project = make_project(tmp / f"nullkey_{engine.name}", f"nullkey_{engine.name}", models)
     run = run_dbt(["run"], project, engine.name, PROFILES_DIR)
     names = [c for c, _ in NULL_KEY_COLS]

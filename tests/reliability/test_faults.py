@@ -33,9 +33,9 @@ DUCKDB_KILL_POINTS = [
     ("committing", ": COMMIT", 0.0),
 ]
 SPARK_KILL_POINTS = [
-    ("classifying (cache table)", "cache table", 0.0),
+    ("staging the SELECT (cache table)", "cache table", 0.0),
     ("writing the MERGE", "merge into", 0.5),
-    ("writing the MERGE, later", "merge into", 3.0),
+    ("writing the MERGE, later", "merge into", 2.0),
 ]
 
 
@@ -208,7 +208,7 @@ def test_kill_spark(tmp_path):
     The child processes use their own SPARK_STATE_DIR: Derby allows one process per metastore."""
     state = tmp_path / "spark_state"
     state.mkdir()
-    fp = _spark_tool(state, "setup", "k", "400000", "200000")
+    fp = _spark_tool(state, "setup", "k", "200000", "100000")
     pre, post = fp["pre"], fp["post"]
     assert pre != post
     project = make_project(
