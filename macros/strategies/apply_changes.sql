@@ -21,6 +21,16 @@
   {% endif %}
 {% endmacro %}
 
+{#- DuckDB: full_merge's target rows missing from the source are not in the changes (see
+    duckdb__classify_changes_sql): delete them by an anti-join on the key, then apply the rest. -#}
+{% macro duckdb__apply_changes(plan, counts) %}
+  {% if plan.actions.target_only == 'delete' and counts.deleted > 0 %}
+    {% do dbt_merge.run_sql('delete from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where '
+        ~ dbt_merge._target_only_condition(plan), 'dbt_merge_delete') %}
+  {% endif %}
+  {% do dbt_merge.default__apply_changes(plan, {'inserted': counts.inserted, 'updated': counts.updated, 'deleted': 0}) %}
+{% endmacro %}
+
 {#- Spark: one MERGE INTO, which Iceberg and Delta commit atomically as one snapshot. Rows left
     unchanged are not in its source, so files holding only unchanged rows are not rewritten. -#}
 {% macro spark__apply_changes(plan, counts) %}
