@@ -64,6 +64,9 @@ class Result:
 
 
 ALL_FORMULATIONS = False
+#: --strategies: measure only these (main increments only, no scaling); None = everything.
+ONLY: list[str] | None = None
+PACKAGE = REPO
 
 
 def jobs_for(engine: str, strategies: list[str], builtins: bool = True) -> list[Job]:
@@ -123,7 +126,7 @@ def measure(engine_name: str, quick: bool, reps: int, workdir: Path, log) -> lis
         os.environ["SPARK_STATE_DIR"] = str(workdir / "spark_state")
         (workdir / "spark_state").mkdir(parents=True, exist_ok=True)
     db_path = workdir / "bench.duckdb"
-    write_project(project_dir, engine_name, db_path)
+    write_project(project_dir, engine_name, db_path, PACKAGE)
     dbt = DbtProject(project_dir, engine_name)
     dbt.deps()
     if engine_name == "duckdb":
@@ -135,7 +138,11 @@ def measure(engine_name: str, quick: bool, reps: int, workdir: Path, log) -> lis
 
     results: list[Result] = []
     warmed = False
-    for inc, jobs in plan(engine_name, quick):
+    steps = plan(engine_name, quick)
+    if ONLY:
+        steps = [(inc, [j for j in jobs if j.strategy in ONLY]) for inc, jobs in steps[:3]]
+        steps = [(inc, jobs) for inc, jobs in steps if jobs]
+    for inc, jobs in steps:
         pristine = data.target_table(inc.target_rows)
         start = time.perf_counter()
         if not engine.target_exists(pristine):
@@ -274,10 +281,21 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run every hand-written formulation, not only the fastest one seen so far",
     )
+    parser.add_argument(
+        "--strategies",
+        help="comma-separated effects to measure (e.g. full_merge,upsert); skips the scaling runs",
+    )
+    parser.add_argument(
+        "--package-dir",
+        type=Path,
+        help="the dbt_merge package to benchmark (default: this checkout), e.g. an older export",
+    )
     parser.add_argument("--json-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    global ALL_FORMULATIONS
+    global ALL_FORMULATIONS, ONLY, PACKAGE
     ALL_FORMULATIONS = args.all_formulations
+    ONLY = args.strategies.split(",") if args.strategies else None
+    PACKAGE = args.package_dir.resolve() if args.package_dir else REPO
     reps = args.reps or (1 if args.quick else 2 if args.engine == "spark" else 3)
     out = args.out or (
         Path(tempfile.mkdtemp(prefix="merge_bench_out_"))
@@ -302,6 +320,8 @@ def main(argv: list[str] | None = None) -> int:
             )
             cmd += (["--quick"] if args.quick else []) + (["--keep"] if args.keep else [])
             cmd += ["--all-formulations"] if args.all_formulations else []
+            cmd += ["--strategies", args.strategies] if args.strategies else []
+            cmd += ["--package-dir", str(PACKAGE)] if args.package_dir else []
             if subprocess.run(cmd, cwd=REPO).returncode != 0:
                 log(f"{engine}: benchmark failed; reporting the other engine only")
                 continue

@@ -44,7 +44,9 @@ def schema(engine: str) -> str:
     return "main" if engine == "duckdb" else "bench"
 
 
-def write_project(root: Path, engine: str, duckdb_path: Path | None = None) -> None:
+def write_project(
+    root: Path, engine: str, duckdb_path: Path | None = None, package: Path = REPO
+) -> None:
     """Write the project, its profile and models to `root`."""
     (root / "models").mkdir(parents=True, exist_ok=True)
     (root / "dbt_project.yml").write_text(
@@ -63,7 +65,7 @@ def write_project(root: Path, engine: str, duckdb_path: Path | None = None) -> N
             }
         )
     )
-    (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(REPO)}]}))
+    (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(package)}]}))
     outputs = {
         "duckdb": {"type": "duckdb", "path": str(duckdb_path), "schema": "main", "threads": 1},
         "spark": {
