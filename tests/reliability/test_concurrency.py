@@ -28,6 +28,7 @@ from dbt_helpers import run_dbt
 from .harness import PROFILES_DIR, DuckEngine, make_project, model_sql
 
 DBT = str(Path(sys.executable).parent / "dbt")
+CONFLICT_MESSAGES = ("ValidationException", "conflict", "CommitFailed", "concurrently modified")
 
 
 @pytest.mark.spark
@@ -62,6 +63,9 @@ def test_concurrent_merges_iceberg(spark, tmp_path):
         "merge into rel_conc.t as d using (select id from range(1, 60, 2)) as s "
         "on d.id = s.id when matched then update set counter = d.counter + 1"
     )
+    # Its own session (own catalog and table cache), as two jobs would have; sharing one
+    # session between threads makes Iceberg refuse the second scan outright.
+    other = spark.newSession()
     stop = threading.Event()
     committed: list[float] = []
     failed: list[str] = []
@@ -69,7 +73,7 @@ def test_concurrent_merges_iceberg(spark, tmp_path):
     def other_writer() -> None:
         while not stop.is_set():
             try:
-                spark.sql(other_merge)
+                other.sql(other_merge)
                 committed.append(time.monotonic())
             except Exception as e:  # the other writer lost the race: nothing committed
                 failed.append(str(e).splitlines()[0][:300])
@@ -104,16 +108,12 @@ def test_concurrent_merges_iceberg(spark, tmp_path):
         assert [tuple(r) for r in even] == [("dbt", 100000)], even
     else:
         message = run.error("t")
-        assert any(s in message for s in ("ValidationException", "conflict", "CommitFailed")), (
-            message
-        )
+        assert any(s in message for s in CONFLICT_MESSAGES), message
         assert [tuple(r) for r in even] == [("old", 100000)], "partial merge by the loser"
         rerun = run_dbt(["run"], project, "spark", PROFILES_DIR)
         assert rerun.success and rerun.stats("t")["updated"] == 100000
     for message in failed:
-        assert any(s in message for s in ("ValidationException", "conflict", "CommitFailed")), (
-            message
-        )
+        assert any(s in message for s in CONFLICT_MESSAGES), message
 
 
 def test_second_duckdb_process_fails_clearly(tmp_path):
