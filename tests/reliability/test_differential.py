@@ -1,15 +1,15 @@
 """Differential tests: dbt + the package on DuckDB and Spark against the Python reference.
 
-Every case becomes one model of one generated project; each engine runs the project twice:
+Every case becomes one model of one generated project, run three times per engine:
 run 1 must equal the reference (rows and the five statistics, or the error and an unchanged
-target), run 2 (the same increment again) must leave the target as it is with 0 inserted,
-0 updated, 0 deleted. The Spark cases are a subset of the DuckDB ones, and the two engines'
-tables must be equal.
+target); run 2 (the same increment again) must leave the target as it is with 0 inserted,
+0 updated, 0 deleted; run 3 (`--full-refresh`, every 4th case) must rebuild it from the
+SELECT. The Spark cases are a subset of the DuckDB ones, and the two engines' tables must be
+equal.
 """
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from pathlib import Path
 
@@ -18,7 +18,7 @@ from dbt_helpers import run_dbt
 
 from .cases import ERROR_EXCERPTS, STRATEGY_NAMES, Case, generate_cases
 from .harness import PROFILES_DIR, DuckEngine, SparkEngine, make_project, model_sql
-from .reference import MergeError, canonical
+from .reference import MergeError, canonical, merge
 
 PER_STRATEGY = {"upsert": 70, "insert": 50, "update": 60, "full_merge": 70, "deduplicate": 90}
 SPARK_EVERY = 9  # every 9th case also runs on Spark
@@ -42,7 +42,7 @@ def run_cases(engine, cases, tmp: Path, schema: str) -> tuple[list[str], dict]:
     engine.setup(schema, src_schema)
     models = {}
     for case in cases:
-        engine.create(src_schema, f"s_{case.id}", case.columns, case.source)
+        source = engine.source(src_schema, f"s_{case.id}", case.columns, case.source)
         if case.target is None:
             engine.drop(schema, f"m_{case.id}")
         else:
@@ -50,7 +50,7 @@ def run_cases(engine, cases, tmp: Path, schema: str) -> tuple[list[str], dict]:
         cfg = {**case.config(), "schema": schema}
         if engine.name == "spark":
             cfg["file_format"] = "iceberg"
-        models[f"m_{case.id}"] = model_sql(cfg, f"select * from {src_schema}.s_{case.id}")
+        models[f"m_{case.id}"] = model_sql(cfg, f"select * from {source}")
     project = make_project(tmp / f"diff_{engine.name}", f"diff_{engine.name}", models)
 
     failures: list[str] = []
@@ -111,6 +111,36 @@ def run_cases(engine, cases, tmp: Path, schema: str) -> tuple[list[str], dict]:
             )
         except AssertionError as e:
             failures.append(f"[{engine.name} {case.id} rerun] {case!r}\n{e}")
+
+    # --full-refresh (every 4th case): the table is rebuilt from the checked, deduplicated
+    # SELECT with inserted = total; a bad SELECT fails and leaves the table as it was.
+    refreshed = cases[::4]
+    third = run_dbt(
+        [*args, "--full-refresh", "--select", *[f"m_{c.id}" for c in refreshed]],
+        project,
+        engine.name,
+        PROFILES_DIR,
+    )
+    for case in refreshed:
+        model = f"m_{case.id}"
+        try:
+            try:
+                rows, stats = merge(case.strategy, case.source, None, case.key, case.opts)
+            except MergeError as e:
+                assert ERROR_EXCERPTS[e.kind] in third.error(model)
+                before = case.target
+                if before is None:
+                    assert not engine.exists(schema, model), "failed rebuild left a table"
+                    continue
+                rows = before
+            else:
+                assert third.stats(model) == stats.as_dict(), (
+                    f"full refresh stats {third.stats(model)}"
+                )
+            _, got = engine.rows(schema, model)
+            assert canonical(got, case.names) == canonical(rows, case.names), "full refresh rows"
+        except AssertionError as e:
+            failures.append(f"[{engine.name} {case.id} full-refresh] {case!r}\n{e}")
     return failures, finals
 
 
@@ -147,7 +177,6 @@ def test_duckdb_matches_reference(duckdb_outcome):
 
 @pytest.mark.spark
 def test_spark_matches_reference_and_duckdb(spark, duckdb_outcome, tmp_path_factory):
-    os.environ.setdefault("PYSPARK_PYTHON", "python")
     failures, finals = run_cases(
         SparkEngine(spark), spark_cases(), tmp_path_factory.mktemp("rel"), "rel_diff"
     )
