@@ -57,6 +57,9 @@ class Case:
             cfg["merge_update_columns"] = self.opts.update_columns
         if self.opts.exclude_columns:
             cfg["merge_exclude_columns"] = self.opts.exclude_columns
+        if self.opts.predicate:
+            column, value = self.opts.predicate
+            cfg["incremental_predicates"] = [f"DBT_INTERNAL_DEST.{column} >= {value}"]
         return cfg
 
     def expected(self) -> tuple[list[Row], Stats] | MergeError:
@@ -189,6 +192,15 @@ def case_strategy(draw, strategy: str) -> Case:
             source.append(r)
     if source and chance(4):
         rnd.choice(source)[rnd.choice(key)] = None
+    int_keys = [c for c in key if types[c] == "int"]
+    if target and int_keys and chance(25):
+        # incremental_predicates narrow the target. As in dbt, they are a promise that every
+        # source row falls inside them (else a row excluded from the target is inserted again
+        # on every run), so drop the source rows outside.
+        column = rnd.choice(int_keys)
+        values = [t[column] for t in target if abs(t[column]) < 2**62] or [0]
+        opts.predicate = (column, rnd.choice(values))
+        source = [r for r in source if opts.in_scope(r)]
     return Case("", strategy, key, columns, source, target, opts)
 
 

@@ -58,6 +58,15 @@ class Options:
     update_columns: list[str] | None = None  # merge_update_columns
     exclude_columns: list[str] = field(default_factory=list)  # merge_exclude_columns
     dedup_order_by: list[OrderTerm] = field(default_factory=list)
+    # incremental_predicates, as `DBT_INTERNAL_DEST.<column> >= <value>` (int column)
+    predicate: tuple[str, int] | None = None
+
+    def in_scope(self, target_row: Row) -> bool:
+        """Is a target row inside incremental_predicates (NULL compares false)?"""
+        if self.predicate is None:
+            return True
+        column, value = self.predicate
+        return target_row[column] is not None and target_row[column] >= value
 
 
 def same(a: Any, b: Any) -> bool:
@@ -162,12 +171,13 @@ def merge(
 
     columns = list(target[0]) if target else (list(source[0]) if source else [])
     upd = update_columns(columns, key, opts) if matched_action == "update" else []
-    # A target row with a NULL key can match no source row (source keys are never NULL); it
-    # is outside the merge: kept as it is by every strategy and not counted.
+    # A target row with a NULL key can match no source row (source keys are never NULL), and
+    # incremental_predicates hide the rows they exclude: such rows are outside the merge, kept
+    # as they are by every strategy and not counted.
     by_key = {
         tuple(value_token(t[k]) for k in key): i
         for i, t in enumerate(target)
-        if all(t[k] is not None for k in key)
+        if all(t[k] is not None for k in key) and opts.in_scope(t)
     }
     out: list[Row | None] = [dict(t) for t in target]
     stats = Stats()

@@ -166,6 +166,7 @@ def test_case_mix():
     assert sum(not c.source for c in cases) >= 20
     assert sum(len(c.key) > 1 for c in cases) >= 100
     assert sum("nan" in repr(c) for c in cases) >= 20
+    assert sum(c.opts.predicate is not None for c in cases) >= 20
     assert {t for c in cases for _, t in c.columns} == {"int", "float", "str", "date", "ts", "bool"}
 
 
