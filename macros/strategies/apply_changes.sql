@@ -26,7 +26,7 @@
 {% macro duckdb__apply_changes(plan, counts) %}
   {% if plan.actions.target_only == 'delete' and counts.deleted > 0 %}
     {% do dbt_merge.run_sql('delete from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where '
-        ~ dbt_merge._target_only_condition(plan), 'dbt_merge_delete') %}
+        ~ dbt_merge._target_rows_condition(plan, true), 'dbt_merge_delete') %}
   {% endif %}
   {% do dbt_merge.default__apply_changes(plan, {'inserted': counts.inserted, 'updated': counts.updated, 'deleted': 0}) %}
 {% endmacro %}

@@ -58,8 +58,8 @@
 {# DuckDB, full_merge: the target rows missing from the source ('D') are left out of the changes.
    A full outer join reads every column of every target row and writes them all to the changes
    table (10M rows for a 10M-row target, measured 9 s with a 1M-row source); instead
-   count_changes counts them and apply_changes deletes them with an anti-join on the key, which
-   reads only the key columns (see _target_only_condition). #}
+   count_changes counts them (target rows minus matched rows) and apply_changes deletes them with
+   an anti-join on the key; both read only the key columns (see _target_rows_condition). #}
 {% macro duckdb__classify_changes_sql(plan) %}
   {% if plan.actions.target_only == 'delete' %}
     {% set source_side = {} %}
@@ -70,10 +70,10 @@
   {{ return(dbt_merge.default__classify_changes_sql(plan)) }}
 {% endmacro %}
 
-{#- WHERE condition, on the target aliased DBT_INTERNAL_DEST, of the target rows that are missing
-    from the source: the same rows the full outer join classifies 'D' (key not NULL, within the
-    incremental predicates, key not in the source). -#}
-{% macro _target_only_condition(plan) %}
+{#- WHERE condition, on the target aliased DBT_INTERNAL_DEST, of the target rows the merge
+    considers (key not NULL, within the incremental predicates) and, with missing_from_source,
+    only those whose key is not in the source: the rows the full outer join classifies 'D'. -#}
+{% macro _target_rows_condition(plan, missing_from_source) %}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set parts = [] -%}
@@ -83,7 +83,9 @@
   {%- for predicate in plan.predicates -%}
     {%- do parts.append('(' ~ predicate ~ ')') -%}
   {%- endfor -%}
-  {%- do parts.append('not exists (select 1 from ' ~ (plan.deduped or plan.stage) ~ ' as ' ~ src
-        ~ ' where ' ~ dbt_merge.key_match(plan.key_columns, src, dst) ~ ')') -%}
+  {%- if missing_from_source -%}
+    {%- do parts.append('not exists (select 1 from ' ~ (plan.deduped or plan.stage) ~ ' as ' ~ src
+          ~ ' where ' ~ dbt_merge.key_match(plan.key_columns, src, dst) ~ ')') -%}
+  {%- endif -%}
   {{ return(parts | join(' and ')) }}
 {% endmacro %}
