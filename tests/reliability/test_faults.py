@@ -21,6 +21,12 @@ from dbt_helpers import run_dbt
 from .harness import PROFILES_DIR, DuckEngine, make_project, model_sql
 
 DBT = str(Path(sys.executable).parent / "dbt")
+
+
+def _dbt_run_cmd(project: Path, target: str) -> list[str]:
+    """`dbt run` of a generated project as a separate process (so it can be killed)."""
+    return [DBT, "run", "--project-dir", str(project), "--profiles-dir", str(PROFILES_DIR),
+            "--target", target]
 HERE = Path(__file__).resolve().parent
 
 # (name, text that appears in dbt.log when the step starts, extra delay before the kill)
@@ -104,16 +110,7 @@ def test_kill_duckdb(tmp_path):
             ),
         },
     )
-    cmd = [
-        DBT,
-        "run",
-        "--project-dir",
-        str(project),
-        "--profiles-dir",
-        str(PROFILES_DIR),
-        "--target",
-        "duckdb",
-    ]
+    cmd = _dbt_run_cmd(project, "duckdb")
     outcomes = []
     for name, marker, delay in DUCKDB_KILL_POINTS:
         run = run_until_marker(cmd, env, project / "logs" / "dbt.log", marker, delay)
@@ -222,16 +219,7 @@ def test_kill_spark(tmp_path):
         },
     )
     env = {**os.environ, "SPARK_STATE_DIR": str(state)}
-    cmd = [
-        DBT,
-        "run",
-        "--project-dir",
-        str(project),
-        "--profiles-dir",
-        str(PROFILES_DIR),
-        "--target",
-        "spark",
-    ]
+    cmd = _dbt_run_cmd(project, "spark")
     outcomes = []
     for name, marker, delay in SPARK_KILL_POINTS:
         run = run_until_marker(cmd, env, project / "logs" / "dbt.log", marker, delay)
