@@ -30,7 +30,7 @@
                   none if rebuild else target_columns | map(attribute='name') | list) %}
   {% do dbt_merge.check_source_rows(plan) %}
   {% if plan.deduped %}
-    {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan), materialize=false) %}
+    {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan)) %}
   {% endif %}
 
   {% if rebuild %}
@@ -38,6 +38,7 @@
     {% set total = dbt_merge.count_rows(target) %}
     {% set stats = {'inserted': total, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': total} %}
   {% else %}
+    {% do dbt_merge.check_key_types(plan, source_columns, target_columns, cfg.on_schema_change) %}
     {% set target_names = dbt_merge.sync_target_schema(cfg.on_schema_change, target, source_columns, target_columns) %}
     {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_names, target_names) %}
     {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan)) %}
@@ -47,7 +48,7 @@
     {% do dbt_merge.drop_work_relation(plan.changes) %}
   {% endif %}
   {% if plan.deduped %}
-    {% do dbt_merge.drop_work_relation(plan.deduped, materialize=false) %}
+    {% do dbt_merge.drop_work_relation(plan.deduped) %}
   {% endif %}
   {% do dbt_merge.drop_work_relation(plan.stage) %}
   {% do dbt_merge.report_merge_stats(plan.strategy, stats) %}

@@ -56,6 +56,11 @@
   {% endfor %}
 
   {% set actions = cfg.actions %}
+  {#- True when every row the merge writes is a source row as it is: a matched row is either left
+      alone or gets every non-key target column from the source. Engines can then write straight
+      from the source and classify only the matched keys (see classify_matched_keys_sql). -#}
+  {% set non_key_count = target_names | map('lower') | reject('in', key_lower) | list | length %}
+  {% set writes_source_rows = actions.matched != 'update' or update_columns | length == non_key_count %}
   {% set join_type = 'full outer' if actions.target_only == 'delete'
                      else ('inner' if actions.source_only == 'skip' else 'left outer') %}
   {{ return({
@@ -66,6 +71,7 @@
     'source_names': source_names,
     'target_names': target_names,
     'update_columns': update_columns if actions.matched == 'update' else [],
+    'writes_source_rows': writes_source_rows,
     'order_by': order_by,
     'predicates': cfg.predicates,
     'target': relations.target,

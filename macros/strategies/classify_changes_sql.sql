@@ -34,11 +34,7 @@
       when not ({{ in_target }}) then 'I'
       when not ({{ in_source }}) then 'D'
       {%- if plan.update_columns %}
-      when {% for col in plan.update_columns -%}
-        {{ dbt_merge.changed_condition(src ~ '.' ~ dbt_merge.quote_identifier(dbt_merge._find_column(col, plan.source_names)),
-                                       dst ~ '.' ~ dbt_merge.quote_identifier(col)) }}
-        {%- if not loop.last %} or {% endif %}
-      {%- endfor %} then 'U'
+      when {{ dbt_merge._row_changed_condition(plan) }} then 'U'
       {%- endif %}
       else 'N'
     end as dbt_merge_action
@@ -46,22 +42,63 @@
   {{ plan.join_type }} join (
     {#- Target rows with a NULL key (made outside the package) can match no source row: they
         stay out of the merge, so full_merge neither deletes nor re-inserts them. #}
-    select * from {{ plan.target }} as {{ dst }}
-    where {% for key in plan.key_columns %}{{ dst }}.{{ dbt_merge.quote_identifier(key) }} is not null{% if not loop.last %} and {% endif %}{% endfor %}
-    {%- for predicate in plan.predicates %}
-      and ({{ predicate }})
-    {%- endfor %}
+    select * from {{ plan.target }} as {{ dst }} where {{ dbt_merge._target_rows_condition(plan, false) }}
   ) as {{ dst }}
     on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
 {% endmacro %}
 
-{# DuckDB, full_merge: the target rows missing from the source ('D') are left out of the changes.
-   A full outer join reads every column of every target row and writes them all to the changes
-   table (10M rows for a 10M-row target, measured 9 s with a 1M-row source); instead
+{#-
+  The narrow form of the changes, for plans that write source rows as they are
+  (plan.writes_source_rows): one row per matched key, with the key columns and the action,
+  'U' (some update column differs) or 'N' (all equal, or the strategy leaves matched rows alone).
+  Source-only rows are not listed: they are the source rows whose key is not here. Only the
+  matched target rows are compared, and only on the update columns (on none for `insert`, which
+  then reads just the target's keys).
+-#}
+{% macro classify_matched_keys_sql(plan) %}
+  {%- set src = 'DBT_INTERNAL_SOURCE' -%}
+  {%- set dst = 'DBT_INTERNAL_DEST' -%}
+  select
+    {%- for key in plan.key_columns %}
+    {{ src }}.{{ dbt_merge.quote_identifier(key) }},
+    {%- endfor %}
+    {% if plan.update_columns -%}
+    case when {{ dbt_merge._row_changed_condition(plan) }} then 'U' else 'N' end
+    {%- else -%}
+    'N'
+    {%- endif %} as dbt_merge_action
+  from {{ plan.deduped or plan.stage }} as {{ src }}
+  inner join (
+    select * from {{ plan.target }} as {{ dst }} where {{ dbt_merge._target_rows_condition(plan, false) }}
+  ) as {{ dst }}
+    on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
+{% endmacro %}
+
+{#- True when a matched source row differs from its target row in an update column (NULL-safe). -#}
+{% macro _row_changed_condition(plan) %}
+  {%- set parts = [] -%}
+  {%- for col in plan.update_columns -%}
+    {%- do parts.append(dbt_merge.changed_condition(
+          'DBT_INTERNAL_SOURCE.' ~ dbt_merge.quote_identifier(dbt_merge._find_column(col, plan.source_names)),
+          'DBT_INTERNAL_DEST.' ~ dbt_merge.quote_identifier(col))) -%}
+  {%- endfor -%}
+  {{ return('(' ~ parts | join(' or ') ~ ')') }}
+{% endmacro %}
+
+{# DuckDB: when the merge writes source rows as they are (the usual case), only the matched keys
+   are classified (classify_matched_keys_sql): writing every source row's image into the changes
+   table cost more than the merge's own writes (10M-row target, 1M-row source, idle machine:
+   0.42 s of a 1.12 s upsert; the narrow form 0.17-0.20 s), and the writes then read the staged
+   source directly (see duckdb__apply_changes).
+   Otherwise (merge_update_columns, or target columns the SELECT lacks), full_merge leaves the
+   target rows missing from the source ('D') out of the changes: a full outer join reads every
+   column of every target row and writes them all to the changes table (measured 9 s); instead
    count_changes counts them (target rows minus matched rows) and apply_changes deletes them with
    an anti-join on the key; both read only the key columns (see _target_rows_condition). #}
 {% macro duckdb__classify_changes_sql(plan) %}
-  {% if plan.actions.target_only == 'delete' %}
+  {% if plan.writes_source_rows %}
+    {{ return(dbt_merge.classify_matched_keys_sql(plan)) }}
+  {% elif plan.actions.target_only == 'delete' %}
     {% set source_side = {} %}
     {% do source_side.update(plan) %}
     {% do source_side.update({'join_type': 'left outer'}) %}
@@ -88,4 +125,12 @@
           ~ ' where ' ~ dbt_merge.key_match(plan.key_columns, src, dst) ~ ')') -%}
   {%- endif -%}
   {{ return(parts | join(' and ')) }}
+{% endmacro %}
+
+{# Spark: the narrow changes when the merge writes source rows as they are (see
+   merge_source_rows_sql): joining the target once for the statistics, then once in the MERGE,
+   measured 12.4 s against 15.4 s for the row images (2M-row Iceberg target, 200k-row source). #}
+{% macro spark__classify_changes_sql(plan) %}
+  {{ return(dbt_merge.classify_matched_keys_sql(plan) if plan.writes_source_rows
+            else dbt_merge.default__classify_changes_sql(plan)) }}
 {% endmacro %}

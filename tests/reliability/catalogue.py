@@ -265,10 +265,12 @@ CATALOGUE: list[Bad] = [
         "type_mismatch_key",
         "type mismatch: the key is a string in the SELECT but a number in the table",
         {"unique_key": "id"},
-        {"duckdb": "Cannot mix values of type VARCHAR and BIGINT", "spark": "Cannot safely cast"},
+        {
+            "duckdb": "unique_key column 'id' has type VARCHAR in the model's SELECT but BIGINT",
+            "spark": "unique_key column 'id' has type string in the model's SELECT but bigint",
+        },
         "Cast the key in the SELECT to the table's type.",
         source_cols=[("id", "str"), ("name", "str"), ("amount", "float"), ("updated_at", "ts")],
         source_rows=[{**SOURCE_ROWS[0], "id": "2"}, {**SOURCE_ROWS[1], "id": "3"}],
-        ours=False,
     ),
 ]
