@@ -28,9 +28,13 @@
   {% set target_columns = none if rebuild else adapter.get_columns_in_relation(existing) %}
   {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_names,
                   none if rebuild else target_columns | map(attribute='name') | list) %}
-  {% do dbt_merge.check_source_rows(plan) %}
   {% if plan.deduped %}
     {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan)) %}
+  {% endif %}
+  {% if dbt_merge.check_source_rows(plan) > 0 %}
+    {#-- some keys' first rows are identical repeats: keep one of each --#}
+    {% do dbt_merge.drop_work_relation(plan.deduped) %}
+    {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan, one_per_key=true)) %}
   {% endif %}
 
   {% if rebuild %}

@@ -1,23 +1,39 @@
-{#- The staged SELECT with one row per key: the first by dedup_order_by (checked free of ties). -#}
-{% macro dedupe_source_sql(plan) %}
-  {{ return(adapter.dispatch('dedupe_source_sql', 'dbt_merge')(plan)) }}
+{#-
+  The staged SELECT narrowed to the rows deduplicate may keep, for each key:
+    - without dedup_order_by, its distinct rows (more than one: the rows differ, an error);
+    - with it, the rows ranked first (more than one: a tie, an error unless they are identical);
+    - with one_per_key, exactly one of the rows ranked first (used once the check found that
+      some keys' first rows are identical repeats).
+  check_source_rows then looks only at the keys with more than one row left, instead of
+  comparing every row of every key.
+-#}
+{% macro dedupe_source_sql(plan, one_per_key=false) %}
+  {{ return(adapter.dispatch('dedupe_source_sql', 'dbt_merge')(plan, one_per_key)) }}
 {% endmacro %}
 
-{% macro default__dedupe_source_sql(plan) %}
+{% macro default__dedupe_source_sql(plan, one_per_key) %}
+  {% if not plan.order_by %}
+  select distinct * from {{ plan.stage }}
+  {% else %}
   select {{ dbt_merge.column_list(plan.source_names) }}
   from (
-    select *, row_number() over (
+    select *, {{ 'row_number' if one_per_key else 'rank' }}() over (
       partition by {{ dbt_merge.column_list(plan.key_columns) }} {{ dbt_merge.dedup_order_clause(plan) }}
     ) as dbt_merge_row
     from {{ plan.stage }}
   ) as dbt_merge_numbered
   where dbt_merge_row = 1
+  {% endif %}
 {% endmacro %}
 
 {# DuckDB filters window results in place with QUALIFY (no extra column to project away). #}
-{% macro duckdb__dedupe_source_sql(plan) %}
+{% macro duckdb__dedupe_source_sql(plan, one_per_key) %}
+  {% if not plan.order_by %}
+  select distinct * from {{ plan.stage }}
+  {% else %}
   select * from {{ plan.stage }}
-  qualify row_number() over (
+  qualify {{ 'row_number' if one_per_key else 'rank' }}() over (
     partition by {{ dbt_merge.column_list(plan.key_columns) }} {{ dbt_merge.dedup_order_clause(plan) }}
   ) = 1
+  {% endif %}
 {% endmacro %}

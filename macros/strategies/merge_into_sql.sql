@@ -28,18 +28,21 @@
 {% endmacro %}
 
 {#- MERGE INTO the target straight from the staged source, for plans that write source rows as they
-    are (plan.writes_source_rows), with the narrow changes (classify_matched_keys_sql) counted:
-    the unchanged rows are left out of the source, except for full_merge, where a target row must
-    be matched to be kept (its unchanged rows are matched but not updated); clauses with nothing
-    to do are left out. Target rows with a NULL key or outside incremental_predicates are never
-    deleted. -#}
+    are (plan.writes_source_rows), with the narrow changes (classify_matched_keys_sql) counted.
+    Clauses with nothing to do are left out. When rows are updated, the unchanged ones are left
+    out of the source, so that files holding only unchanged rows are not rewritten; not for
+    full_merge, where a target row must be matched to be kept (its unchanged rows are matched but
+    not updated). Without an update clause the MERGE is an anti-join append (Spark plans an
+    insert-only MERGE so) and needs no filter. Target rows with a NULL key or outside
+    incremental_predicates are never deleted. -#}
 {% macro merge_source_rows_sql(plan, counts) %}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
   {%- set full = plan.actions.target_only == 'delete' -%}
   {%- set columns = dbt_merge._written_columns(plan) -%}
   merge into {{ plan.target }} as {{ dst }}
-  using ({{ dbt_merge._source_rows_sql(plan, 'changed' if counts.unchanged > 0 and not full else none) }}) as {{ src }}
+  using ({{ dbt_merge._source_rows_sql(plan, 'changed' if counts.unchanged > 0 and counts.updated > 0 and not full
+                                         else none) }}) as {{ src }}
   on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
   {%- for predicate in plan.predicates %} and ({{ predicate }}){% endfor %}
   {%- if counts.updated > 0 %}

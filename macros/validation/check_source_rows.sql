@@ -1,4 +1,5 @@
-{#- Run source_check_sql and raise the first problem found. Nothing has been written yet. -#}
+{#- Run source_check_sql and raise the first problem found. Nothing has been written yet.
+    Returns the number of keys whose deduplicate candidates are identical repeats (0 otherwise). -#}
 {% macro check_source_rows(plan) %}
   {% set row = dbt_merge.run_sql(dbt_merge.source_check_sql(plan), 'dbt_merge_check').rows[0] %}
   {% for key in plan.key_columns %}
@@ -26,4 +27,5 @@
     {% endif %}
     {{ dbt_merge.raise_merge_error(message ~ " The target was not changed.") }}
   {% endif %}
+  {{ return(row[plan.key_columns | length + 2] | int if plan.actions.dedupe else 0) }}
 {% endmacro %}
