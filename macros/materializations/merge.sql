@@ -45,11 +45,12 @@
     {% do dbt_merge.check_key_types(plan, source_columns, target_columns, cfg.on_schema_change) %}
     {% set target_names = dbt_merge.sync_target_schema(cfg.on_schema_change, target, source_columns, target_columns) %}
     {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_names, target_names) %}
-    {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan)) %}
+    {% set keep_changes = dbt_merge.materialize_changes(plan) %}
+    {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan), materialize=keep_changes) %}
     {% set stats = dbt_merge.count_changes(plan) %}
     {% do dbt_merge.apply_changes(plan, stats) %}
     {% do stats.update({'total': dbt_merge.count_rows(target)}) %}
-    {% do dbt_merge.drop_work_relation(plan.changes) %}
+    {% do dbt_merge.drop_work_relation(plan.changes, materialize=keep_changes) %}
   {% endif %}
   {% if plan.deduped %}
     {% do dbt_merge.drop_work_relation(plan.deduped) %}
