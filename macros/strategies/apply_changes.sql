@@ -73,11 +73,9 @@
 {% macro _source_rows_sql(plan, only=none) %}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set select_list = [] -%}
-  {%- for col in plan.target_names -%}
-    {%- set source_col = dbt_merge._find_column(col, plan.source_names) -%}
-    {%- if source_col is not none -%}
-      {%- do select_list.append(src ~ '.' ~ dbt_merge.quote_identifier(source_col) ~ ' as ' ~ dbt_merge.quote_identifier(col)) -%}
-    {%- endif -%}
+  {%- for col in dbt_merge._written_columns(plan) -%}
+    {%- do select_list.append(src ~ '.' ~ dbt_merge.quote_identifier(dbt_merge._find_column(col, plan.source_names))
+          ~ ' as ' ~ dbt_merge.quote_identifier(col)) -%}
   {%- endfor -%}
   {%- set sql = 'select ' ~ select_list | join(', ') ~ ' from ' ~ (plan.deduped or plan.stage) ~ ' as ' ~ src -%}
   {%- if only == 'updated' -%}
