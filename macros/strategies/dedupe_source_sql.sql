@@ -8,32 +8,28 @@
   comparing every row of every key.
 -#}
 {% macro dedupe_source_sql(plan, one_per_key=false) %}
-  {{ return(adapter.dispatch('dedupe_source_sql', 'dbt_merge')(plan, one_per_key)) }}
+  {% if not plan.order_by %}
+    {{ return('select distinct * from ' ~ plan.stage) }}
+  {% endif %}
+  {{ return(adapter.dispatch('dedupe_source_sql', 'dbt_merge')(plan, 'row_number' if one_per_key else 'rank')) }}
 {% endmacro %}
 
-{% macro default__dedupe_source_sql(plan, one_per_key) %}
-  {% if not plan.order_by %}
-  select distinct * from {{ plan.stage }}
-  {% else %}
+{#- The rows of the staged SELECT that `rank_function` (rank or row_number) puts first per key. -#}
+{% macro default__dedupe_source_sql(plan, rank_function) %}
   select {{ dbt_merge.column_list(plan.source_names) }}
   from (
-    select *, {{ 'row_number' if one_per_key else 'rank' }}() over (
+    select *, {{ rank_function }}() over (
       partition by {{ dbt_merge.column_list(plan.key_columns) }} {{ dbt_merge.dedup_order_clause(plan) }}
     ) as dbt_merge_row
     from {{ plan.stage }}
   ) as dbt_merge_numbered
   where dbt_merge_row = 1
-  {% endif %}
 {% endmacro %}
 
 {# DuckDB filters window results in place with QUALIFY (no extra column to project away). #}
-{% macro duckdb__dedupe_source_sql(plan, one_per_key) %}
-  {% if not plan.order_by %}
-  select distinct * from {{ plan.stage }}
-  {% else %}
+{% macro duckdb__dedupe_source_sql(plan, rank_function) %}
   select * from {{ plan.stage }}
-  qualify {{ 'row_number' if one_per_key else 'rank' }}() over (
+  qualify {{ rank_function }}() over (
     partition by {{ dbt_merge.column_list(plan.key_columns) }} {{ dbt_merge.dedup_order_clause(plan) }}
   ) = 1
-  {% endif %}
 {% endmacro %}
