@@ -37,6 +37,8 @@
     {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan, one_per_key=true)) %}
   {% endif %}
 
+  {#-- [relation, materialized] pairs to drop at the end --#}
+  {% set work_relations = [[plan.deduped, true], [plan.stage, true]] %}
   {% if rebuild %}
     {% do dbt_merge.rebuild_target(plan, existing) %}
     {% set total = dbt_merge.count_rows(target) %}
@@ -47,15 +49,11 @@
     {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_names, target_names) %}
     {% set keep_changes = dbt_merge.materialize_changes(plan) %}
     {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan), materialize=keep_changes) %}
+    {% do work_relations.insert(0, [plan.changes, keep_changes]) %}
     {% set stats = dbt_merge.count_changes(plan) %}
     {% do dbt_merge.apply_changes(plan, stats) %}
-    {% do stats.update({'total': dbt_merge.count_rows(target)}) %}
-    {% do dbt_merge.drop_work_relation(plan.changes, materialize=keep_changes) %}
   {% endif %}
-  {% if plan.deduped %}
-    {% do dbt_merge.drop_work_relation(plan.deduped) %}
-  {% endif %}
-  {% do dbt_merge.drop_work_relation(plan.stage) %}
+  {% do dbt_merge.drop_work_relations(work_relations) %}
   {% do dbt_merge.report_merge_stats(plan.strategy, stats) %}
 
   {% do apply_grants(target, grant_config, should_revoke=should_revoke(existing, rebuild)) %}

@@ -13,3 +13,29 @@
   {% endif %}
   {% do dbt_merge.run_sql('drop view if exists ' ~ relation) %}
 {% endmacro %}
+
+{#- Drop several work relations: a list of [relation, materialize] pairs; a none relation is skipped. -#}
+{% macro drop_work_relations(pairs) %}
+  {% set present = [] %}
+  {% for pair in pairs if pair[0] %}
+    {% do present.append(pair) %}
+  {% endfor %}
+  {{ return(adapter.dispatch('drop_work_relations', 'dbt_merge')(present)) }}
+{% endmacro %}
+
+{% macro default__drop_work_relations(pairs) %}
+  {% for relation, materialize in pairs %}
+    {% do dbt_merge.drop_work_relation(relation, materialize) %}
+  {% endfor %}
+{% endmacro %}
+
+{# DuckDB runs a ;-separated script in one call: one round trip instead of one per relation. #}
+{% macro duckdb__drop_work_relations(pairs) %}
+  {% set statements = [] %}
+  {% for relation, materialize in pairs %}
+    {% do statements.append('drop ' ~ ('table' if materialize else 'view') ~ ' if exists ' ~ relation) %}
+  {% endfor %}
+  {% if statements %}
+    {% do dbt_merge.run_sql(statements | join(';\n')) %}
+  {% endif %}
+{% endmacro %}

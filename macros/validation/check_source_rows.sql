@@ -10,6 +10,10 @@
           ~ "or coalesce the key in the SELECT. The target was not changed.") }}
     {% endif %}
   {% endfor %}
+  {% if not plan.actions.dedupe and row[plan.key_columns | length] | int > 0 %}
+    {#-- some key repeats: ask again for how many keys and an example --#}
+    {% set row = dbt_merge.run_sql(dbt_merge.source_check_sql(plan, detail=true), 'dbt_merge_check').rows[0] %}
+  {% endif %}
   {% set bad_keys = row[plan.key_columns | length] | int %}
   {% if bad_keys > 0 %}
     {% set example = '(' ~ plan.key_columns | join(', ') ~ ') = (' ~ row[plan.key_columns | length + 1] ~ ')' %}
