@@ -123,6 +123,16 @@ CATALOGUE: list[Bad] = [
         source_rows=DUP,
     ),
     Bad(
+        "duplicate_composite_key",
+        "a composite key occurs more than once in the SELECT",
+        {"strategy": "upsert", "unique_key": ["id", "name"]},
+        "1 unique_key value(s) occur more than once in the model's SELECT,"
+        " e.g. (id, name) = (2, b2)",
+        "Make the key unique, fix `unique_key`, or use `strategy='deduplicate'`.",
+        # (2, b2) twice with different amounts; (2, x) shares only the id, which is no repeat
+        source_rows=[*DUP[:1], {**SOURCE_ROWS[0], "amount": 9.0}, {**SOURCE_ROWS[0], "name": "x"}],
+    ),
+    Bad(
         "exact_duplicate_rows",
         "identical rows share a key (upsert, insert, update, full_merge)",
         {"strategy": "upsert", "unique_key": "id"},
