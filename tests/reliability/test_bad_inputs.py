@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from dbt_helpers import run_dbt
 
-from .catalogue import CATALOGUE, TARGET_ROWS, Bad
+from .catalogue import CATALOGUE, SOURCE_ROWS, TARGET_COLS, TARGET_ROWS, Bad
 from .harness import PROFILES_DIR, DuckEngine, SparkEngine, make_project, model_sql
 from .reference import Options, OrderTerm, canonical, merge
 
@@ -233,3 +233,41 @@ def test_target_rows_with_null_key_duckdb(tmp_path):
 @pytest.mark.spark
 def test_target_rows_with_null_key_spark(spark, tmp_path):
     _null_key_target(SparkEngine(spark), tmp_path)
+
+
+# ------------------------------------------------- key types that differ only in width or scale
+
+#: The SELECT's key in another type of the same family as the table's BIGINT key: allowed
+#: (check_key_types refuses only a different family, e.g. a string, see `type_mismatch_key`).
+KEY_CASTS = {"kt_int32": "cast(id as integer)", "kt_decimal": "cast(id as decimal(18, 0))"}
+
+
+def _same_family_keys(engine, tmp: Path) -> None:
+    schema = "rel_keytypes"
+    engine.setup(schema, schema + "_src")
+    source = engine.source(schema + "_src", "s", TARGET_COLS, SOURCE_ROWS)
+    models = {}
+    for name, key in KEY_CASTS.items():
+        engine.create(schema, name, TARGET_COLS, TARGET_ROWS)
+        cfg = {"strategy": "upsert", "unique_key": "id", "schema": schema}
+        if engine.name == "spark":
+            cfg["file_format"] = "iceberg"
+        models[name] = model_sql(cfg, f"select {key} as id, name, amount, updated_at from {source}")
+    project = make_project(tmp / f"keytypes_{engine.name}", f"keytypes_{engine.name}", models)
+    run = run_dbt(["run"], project, engine.name, PROFILES_DIR)
+    expected, stats = merge("upsert", SOURCE_ROWS, TARGET_ROWS, ["id"])
+    names = [c for c, _ in TARGET_COLS]
+    for name in KEY_CASTS:
+        assert run.stats(name) == stats.as_dict(), name
+        got_names, got = engine.rows(schema, name)
+        assert got_names == names
+        assert canonical(got, names) == canonical(expected, names), (name, got)
+
+
+def test_same_family_key_types_merge_duckdb(tmp_path):
+    _same_family_keys(DuckEngine(), tmp_path)
+
+
+@pytest.mark.spark
+def test_same_family_key_types_merge_spark(spark, tmp_path):
+    _same_family_keys(SparkEngine(spark), tmp_path)
