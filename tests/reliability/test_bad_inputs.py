@@ -151,14 +151,19 @@ def _check_bad(engine, run, bad: Bad) -> None:
     assert canonical(rows, names) == canonical(TARGET_ROWS, names), "target changed"
 
 
+def _assert_like_reference(engine, run, schema: str, model: str, names, expected, stats) -> None:
+    """The model's statistics and table are the reference merge's."""
+    assert run.stats(model) == stats.as_dict(), model
+    got_names, got = engine.rows(schema, model)
+    assert got_names == names, model
+    assert canonical(got, names) == canonical(expected, names), (model, got)
+
+
 def _check_weird(engine, run) -> None:
     names = [c for c, _ in WEIRD_COLS]
     for model, (strategy, opts, rows) in WEIRD_MODELS.items():
         expected, stats = merge(strategy, rows, WEIRD_TARGET, WEIRD_KEY, opts)
-        assert run.stats(model) == stats.as_dict(), model
-        got_names, got = engine.rows(SCHEMA, model)
-        assert got_names == names
-        assert canonical(got, names) == canonical(expected, names), model
+        _assert_like_reference(engine, run, SCHEMA, model, names, expected, stats)
 
 
 @pytest.mark.parametrize("bad", [b for b in CATALOGUE if "duckdb" in b.engines], ids=lambda b: b.id)
@@ -221,9 +226,7 @@ def _null_key_target(engine, tmp: Path) -> None:
     for strategy in ("upsert", "insert", "update", "full_merge", "deduplicate"):
         model = f"n_{strategy}"
         expected, stats = merge(strategy, NULL_KEY_SOURCE, NULL_KEY_TARGET, ["k1", "k2"])
-        assert run.stats(model) == stats.as_dict(), model
-        _, got = engine.rows(schema, model)
-        assert canonical(got, names) == canonical(expected, names), (model, got)
+        _assert_like_reference(engine, run, schema, model, names, expected, stats)
 
 
 def test_target_rows_with_null_key_duckdb(tmp_path):
@@ -258,10 +261,7 @@ def _same_family_keys(engine, tmp: Path) -> None:
     expected, stats = merge("upsert", SOURCE_ROWS, TARGET_ROWS, ["id"])
     names = [c for c, _ in TARGET_COLS]
     for name in KEY_CASTS:
-        assert run.stats(name) == stats.as_dict(), name
-        got_names, got = engine.rows(schema, name)
-        assert got_names == names
-        assert canonical(got, names) == canonical(expected, names), (name, got)
+        _assert_like_reference(engine, run, schema, name, names, expected, stats)
 
 
 def test_same_family_key_types_merge_duckdb(tmp_path):
