@@ -1,0 +1,133 @@
+"""Paired before/after of a change to the package: two versions of dbt_merge, each in its own dbt
+project, on the same data in one process, their runs alternating (base first, then head first,
+and so on). Ratios between full benchmark runs move by 0.1-0.3x as this machine's speed drifts;
+a paired comparison does not.
+
+    python -m benchmarks.compare --base 7ddc2cb                       # DuckDB, every strategy
+    python -m benchmarks.compare --base 7ddc2cb --engine spark --strategies upsert,insert
+    python -m benchmarks.compare --base /tmp/old_checkout --quick     # a folder works too
+
+`--base` is a git revision of this repository (exported with `git archive`) or a folder holding
+the package; the head is this checkout. Times are dbt's timing of the model's execute phase, as
+in merge_bench; one untimed run of each version first. A version whose statistics differ from
+the other's is flagged: a speed-up that changes the result is a bug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from . import data
+from .project import REPO, STRATEGIES, DbtProject, write_project
+
+SIZES = {
+    "duckdb": [data.Increment(10_000_000, 10_000), data.Increment(10_000_000, 1_000_000)],
+    "spark": [data.Increment(2_000_000, 200_000)],
+}
+
+
+def export(base: str, into: Path) -> Path:
+    """The package at `base`: a folder as it is, or a git revision exported to `into`."""
+    if Path(base).is_dir():
+        return Path(base).resolve()
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", base], check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def _spread(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.3f} ({min(xs):.3f}-{max(xs):.3f})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--base", required=True, help="git revision or package folder")
+    parser.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES))
+    parser.add_argument("--reps", type=int, help="timed runs per version (7 DuckDB, 4 Spark)")
+    parser.add_argument("--quick", action="store_true", help="1/10 of the sizes, 2 runs")
+    args = parser.parse_args(argv)
+    engine_name = args.engine
+    strategies = args.strategies.split(",")
+    reps = args.reps or (2 if args.quick else 7 if engine_name == "duckdb" else 4)
+    sizes = SIZES[engine_name]
+    if args.quick:
+        sizes = [data.Increment(i.target_rows // 10, i.rows // 10) for i in sizes]
+
+    workdir = Path(tempfile.mkdtemp(prefix=f"merge_compare_{engine_name}_"))
+    try:
+        versions = {"base": export(args.base, workdir / "base_package"), "head": REPO}
+        db_path = workdir / "bench.duckdb"
+        if engine_name == "spark":
+            os.environ["SPARK_STATE_DIR"] = str(workdir / "spark_state")
+            (workdir / "spark_state").mkdir()
+        projects = {}
+        for name, package in versions.items():
+            root = workdir / f"project_{name}"
+            write_project(root, engine_name, db_path, package)
+            projects[name] = DbtProject(root, engine_name)
+            projects[name].deps()
+        if engine_name == "duckdb":
+            from .engines import DuckDB
+
+            engine = DuckDB(db_path)
+        else:
+            from dbt_merge.spark_session import load_target, spark_conf
+
+            from .engines import Spark
+
+            conf = spark_conf(load_target(projects["head"].root, "merge_bench", "spark"))
+            engine = Spark(conf)
+
+        print(f"base: {args.base}  head: {REPO} (working tree)  engine: {engine_name}")
+        print("| data | strategy | base s, median (min-max) | head s, median (min-max) | change |")
+        print("|---|---|---|---|---|")
+        for inc in sizes:
+            pristine = data.target_table(inc.target_rows)
+            if not engine.target_exists(pristine):
+                engine.create_target(pristine, data.target_select(engine_name, inc.target_rows))
+            if not engine.exists(inc.table):
+                engine.create_table(inc.table, data.increment_select(engine_name, inc))
+            engine.set_source(inc.table)
+            for strategy in strategies:
+                model = f"ours_{strategy}"
+                times: dict[str, list[float]] = {name: [] for name in versions}
+                messages: dict[str, str] = {}
+                for rep in range(reps + 1):  # rep 0 is the untimed warm-up
+                    order = list(versions) if rep % 2 == 0 else list(reversed(versions))
+                    for name in order:
+                        engine.restore(model, pristine)
+                        run = projects[name].run(model)
+                        if run.error:
+                            raise SystemExit(f"{name} {model}: {run.error}")
+                        messages[name] = run.message
+                        if rep:
+                            times[name].append(run.seconds)
+                base_s, head_s = (statistics.median(times[n]) for n in ("base", "head"))
+                change = f"{(head_s / base_s - 1) * 100:+.0f}%"
+                if messages["base"] != messages["head"]:
+                    change += f" (statistics differ: {messages['base']} / {messages['head']})"
+                print(
+                    f"| {inc.label} | {strategy} | {_spread(times['base'])}"
+                    f" | {_spread(times['head'])} | {change} |",
+                    flush=True,
+                )
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
