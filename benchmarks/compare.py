@@ -25,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from . import data
+from .engines import open_engine, prepare
 from .project import REPO, STRATEGIES, DbtProject, write_project
 
 SIZES = {
@@ -79,28 +80,13 @@ def main(argv: list[str] | None = None) -> int:
             write_project(root, engine_name, db_path, package)
             projects[name] = DbtProject(root, engine_name)
             projects[name].deps()
-        if engine_name == "duckdb":
-            from .engines import DuckDB
-
-            engine = DuckDB(db_path)
-        else:
-            from dbt_merge.spark_session import load_target, spark_conf
-
-            from .engines import Spark
-
-            conf = spark_conf(load_target(projects["head"].root, "merge_bench", "spark"))
-            engine = Spark(conf)
+        engine = open_engine(engine_name, db_path, projects["head"].root)
 
         print(f"base: {args.base}  head: {REPO} (working tree)  engine: {engine_name}")
         print("| data | strategy | base s, median (min-max) | head s, median (min-max) | change |")
         print("|---|---|---|---|---|")
         for inc in sizes:
-            pristine = data.target_table(inc.target_rows)
-            if not engine.target_exists(pristine):
-                engine.create_target(pristine, data.target_select(engine_name, inc.target_rows))
-            if not engine.exists(inc.table):
-                engine.create_table(inc.table, data.increment_select(engine_name, inc))
-            engine.set_source(inc.table)
+            pristine = prepare(engine, inc)
             for strategy in strategies:
                 model = f"ours_{strategy}"
                 times: dict[str, list[float]] = {name: [] for name in versions}

@@ -13,6 +13,7 @@ import shutil
 import time
 from pathlib import Path
 
+from . import data
 from .data import COLUMNS
 from .memory import java_children
 
@@ -174,3 +175,25 @@ class Spark:
     def memory_pid(self) -> int:
         jvms = java_children()
         return jvms[0] if jvms else os.getpid()
+
+
+def open_engine(name: str, duckdb_path: Path, project_dir: Path):
+    """The engine the benchmark project's dbt profile points at (same DuckDB file, same Spark
+    configuration, so dbt and the benchmark share one DuckDB instance or one SparkSession)."""
+    if name == "duckdb":
+        return DuckDB(duckdb_path)
+    from dbt_merge.spark_session import load_target, spark_conf
+
+    return Spark(spark_conf(load_target(project_dir, "merge_bench", "spark")))
+
+
+def prepare(engine, inc) -> str:
+    """Create the pristine target and the increment `inc` if missing, point the source view at
+    the increment, and return the pristine target's name."""
+    pristine = data.target_table(inc.target_rows)
+    if not engine.target_exists(pristine):
+        engine.create_target(pristine, data.target_select(engine.name, inc.target_rows))
+    if not engine.exists(inc.table):
+        engine.create_table(inc.table, data.increment_select(engine.name, inc))
+    engine.set_source(inc.table)
+    return pristine

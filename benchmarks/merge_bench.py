@@ -119,7 +119,7 @@ def plan(engine: str, quick: bool) -> list[tuple[data.Increment, list[Job]]]:
 
 
 def measure(engine_name: str, quick: bool, reps: int, workdir: Path, log) -> list[Result]:
-    from .engines import DuckDB, Spark
+    from .engines import open_engine, prepare
 
     project_dir = workdir / f"project_{engine_name}"
     if engine_name == "spark":
@@ -129,12 +129,7 @@ def measure(engine_name: str, quick: bool, reps: int, workdir: Path, log) -> lis
     write_project(project_dir, engine_name, db_path, PACKAGE)
     dbt = DbtProject(project_dir, engine_name)
     dbt.deps()
-    if engine_name == "duckdb":
-        engine = DuckDB(db_path)
-    else:
-        from dbt_merge.spark_session import load_target, spark_conf
-
-        engine = Spark(spark_conf(load_target(project_dir, "merge_bench", "spark")))
+    engine = open_engine(engine_name, db_path, project_dir)
 
     results: list[Result] = []
     warmed = False
@@ -143,13 +138,8 @@ def measure(engine_name: str, quick: bool, reps: int, workdir: Path, log) -> lis
         steps = [(inc, [j for j in jobs if j.strategy in ONLY]) for inc, jobs in steps[:3]]
         steps = [(inc, jobs) for inc, jobs in steps if jobs]
     for inc, jobs in steps:
-        pristine = data.target_table(inc.target_rows)
         start = time.perf_counter()
-        if not engine.target_exists(pristine):
-            engine.create_target(pristine, data.target_select(engine_name, inc.target_rows))
-        if not engine.exists(inc.table):
-            engine.create_table(inc.table, data.increment_select(engine_name, inc))
-        engine.set_source(inc.table)
+        pristine = prepare(engine, inc)
         if not results and not warmed:
             warm_up(engine, dbt, pristine)
             warmed = True
