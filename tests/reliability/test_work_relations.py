@@ -74,6 +74,9 @@ def test_no_work_relations_left_spark(spark, tmp_path):
     cached_before = spark.sparkContext._jsc.getPersistentRDDs().size()
     run = _run(SparkEngine(spark), tmp_path)
     _assert_all_merged(run)
+    # only this test's models: a model that failed in another test of this session keeps its
+    # work views (Spark has no transaction to roll them back; the next run of that model
+    # replaces them, since their names do not change on Spark)
     views = [t.name for t in spark.catalog.listTables() if t.isTemporary]
-    assert [v for v in views if "__dbt_merge" in v] == []
+    assert [v for v in views if v.startswith("wr_") and "__dbt_merge" in v] == []
     assert spark.sparkContext._jsc.getPersistentRDDs().size() == cached_before
