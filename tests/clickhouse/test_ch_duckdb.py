@@ -12,6 +12,7 @@ from dbt.adapters.duckdb.utils import SourceConfig
 from dbt_merge.clickhouse_config import ClickHouseConfig
 from dbt_merge.duckdb_plugin import Plugin
 from dbt_merge.final_decision import FinalNotSupportedError
+from duckdb_env import forget_dbt_duckdb_env
 
 pytestmark = pytest.mark.clickhouse
 
@@ -23,6 +24,7 @@ def dbt_duckdb(ch, tmp_path_factory):
     """Run the project on DuckDB once; return the DuckDB file and dbt's log folder."""
     from dbt.cli.main import dbtRunner
 
+    forget_dbt_duckdb_env()  # an earlier in-process run's environment would get the sources
     folder = tmp_path_factory.mktemp("ch_duckdb")
     env = {
         "DBT_MERGE_CH_DUCKDB_PATH": str(folder / "ch.duckdb"),
