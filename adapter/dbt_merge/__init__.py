@@ -1,3 +1,13 @@
-"""dbt_merge: the Python side of the dbt_merge package (ClickHouse sources, Spark helpers)."""
+"""dbt_merge: the Python side of the dbt_merge package (ClickHouse sources, Spark helpers, and
+merging into Parquet datasets)."""
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # Imported on first use: `import dbt_merge` stays light for the dbt plugins and the CLI.
+    if name in ("merge_parquet_dataset", "ParquetMergeError"):
+        from dbt_merge import parquet
+
+        return getattr(parquet, name)
+    raise AttributeError(f"module 'dbt_merge' has no attribute {name!r}")

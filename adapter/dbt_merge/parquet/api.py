@@ -1,0 +1,776 @@
+"""merge_parquet_dataset: merge a source into a folder of Parquet files, in DuckDB.
+
+The steps, each in the module that owns it:
+
+1. config, plan and checks: the package's own macros (macros.py), exactly as the `merge`
+   materialization runs them;
+2. stage the source, cast to the dataset's column types (uniqueness, matching and change
+   detection are judged as the dataset stores the values);
+3. find the files that may hold a source key from their Parquet statistics and hive
+   partition values (sql.candidate_files_sql), and only those are read in full;
+4. classify the matched rows with the file holding each one, count the statistics, run the
+   guards (a key matching two dataset rows, full_merge's mass-delete guard);
+5. write the rows of the files holding an updated or deleted row, plus the inserted rows, to
+   new files in a work folder, sorted by the key;
+6. publish with one atomic directory swap (commit.py); files holding no changed row are not
+   touched.
+
+Nothing is written to the dataset before step 6, so every error leaves it as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from dbt_merge.parquet import commit, layout
+from dbt_merge.parquet import sql as q
+from dbt_merge.parquet.errors import ParquetMergeError
+from dbt_merge.parquet.macros import MacroContext
+from dbt_merge.parquet.sql import DST, SRC, Column
+
+STAT_NAMES = ("inserted", "updated", "deleted", "unchanged", "total")
+DEFAULT_ROWS_PER_FILE = 1_000_000
+DEFAULT_ROW_GROUP_SIZE = 122_880
+
+
+@dataclass
+class MergeReport:
+    """What a merge did: the five statistics, plus the files it replaced and wrote."""
+
+    stats: dict[str, int]
+    root: str = ""
+    files_removed: list[str] = field(default_factory=list)
+    files_added: list[str] = field(default_factory=list)
+    rows_written: int = 0
+    files_scanned: int = 0  # files read in full (the candidates that may hold a source key)
+    dataset_files: int = 0
+    columns: list[str] = field(default_factory=list)  # the dataset's columns afterwards
+    partition_columns: list[str] = field(default_factory=list)
+    hive_types: dict[str, str] = field(default_factory=dict)
+
+
+def merge_parquet_dataset(
+    source: Any,
+    target_path: str | os.PathLike,
+    key_columns: str | Sequence[str],
+    strategy: str = "upsert",
+    dedup_order_by: str | Sequence[str] | None = None,
+    compression: str = "zstd",
+    *,
+    connection: duckdb.DuckDBPyConnection | None = None,
+    partition_by: str | Sequence[str] | None = None,
+    rows_per_file: int = DEFAULT_ROWS_PER_FILE,
+    row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+    merge_update_columns: Sequence[str] | None = None,
+    merge_exclude_columns: Sequence[str] | None = None,
+    max_delete_fraction: float = 0.5,
+    full_refresh: bool = False,
+    memory_limit: str | None = None,
+    durable: bool = True,
+) -> dict[str, int]:
+    """Merge `source` into the Parquet dataset at `target_path` and return the statistics
+    `{"inserted", "updated", "deleted", "unchanged", "total"}`.
+
+    source: a PyArrow table or record batch reader (or anything DuckDB scans: pandas, polars,
+        a DuckDB relation of `connection`), or a path to Parquet files: a file, a folder
+        (every `*.parquet` below it), a glob, or a list of those.
+    target_path: a local folder, created by the first merge; readers read
+        `target_path/**/*.parquet`.
+    key_columns: the key, a column name or a list (dbt's `unique_key`).
+    strategy: upsert, insert, update, full_merge or deduplicate (see the README).
+    dedup_order_by: deduplicate only: which row of a key to keep, e.g. ['version desc'].
+    compression: the Parquet codec of the files written.
+
+    connection: a DuckDB connection to run on (default: a private in-memory one, which
+        spills to the dataset's work folder); partition_by: hive partition columns for a new
+        dataset (an existing one keeps its own, and a different value is refused);
+    rows_per_file / row_group_size: the size of the files written; merge_update_columns /
+        merge_exclude_columns: as the dbt config; max_delete_fraction: full_merge refuses
+        to delete more than this fraction of the dataset's rows (1 allows any);
+    full_refresh: replace the whole dataset with the (checked, deduplicated) source;
+    memory_limit: DuckDB's memory_limit for the private connection; durable: fsync before
+        and after publishing.
+
+    Raises ParquetMergeError, leaving the dataset unchanged, on bad config or source rows.
+    """
+    report = run_merge(
+        source,
+        target_path,
+        key_columns,
+        strategy=strategy,
+        dedup_order_by=dedup_order_by,
+        compression=compression,
+        connection=connection,
+        partition_by=partition_by,
+        rows_per_file=rows_per_file,
+        row_group_size=row_group_size,
+        merge_update_columns=merge_update_columns,
+        merge_exclude_columns=merge_exclude_columns,
+        max_delete_fraction=max_delete_fraction,
+        full_refresh=full_refresh,
+        memory_limit=memory_limit,
+        durable=durable,
+    )
+    return dict(report.stats)
+
+
+def run_merge(
+    source: Any,
+    target_path: str | os.PathLike,
+    key_columns: str | Sequence[str],
+    *,
+    strategy: str = "upsert",
+    dedup_order_by: str | Sequence[str] | None = None,
+    compression: str = "zstd",
+    connection: duckdb.DuckDBPyConnection | None = None,
+    partition_by: str | Sequence[str] | None = None,
+    rows_per_file: int = DEFAULT_ROWS_PER_FILE,
+    row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+    merge_update_columns: Sequence[str] | None = None,
+    merge_exclude_columns: Sequence[str] | None = None,
+    max_delete_fraction: float = 0.5,
+    full_refresh: bool = False,
+    memory_limit: str | None = None,
+    durable: bool = True,
+    error_prefix: str | None = None,
+) -> MergeReport:
+    """merge_parquet_dataset, returning a MergeReport (files replaced and written too).
+    error_prefix: how errors start (default `dbt_merge: dataset '<target_path>': `)."""
+    prefix = f"dbt_merge: dataset '{target_path}': " if error_prefix is None else error_prefix
+    if "://" in os.fspath(target_path):
+        raise ParquetMergeError(
+            prefix + "target_path must be a local folder: object stores (s3://, gs://, ...) have "
+            "no atomic rename, so a merge there could leave rows missing or doubled if it "
+            "stopped halfway (see the README, Parquet datasets: guarantees). The dataset was "
+            "not changed."
+        )
+    root = Path(os.path.abspath(os.fspath(target_path)))
+
+    def fail(message: str) -> None:
+        if error_prefix is None:
+            message = _api_wording(message)
+        raise ParquetMergeError(prefix + message)
+
+    options = _check_options(compression, rows_per_file, row_group_size, partition_by, fail)
+    config = {
+        "strategy": strategy,
+        "unique_key": key_columns,
+        "dedup_order_by": dedup_order_by,
+        "merge_update_columns": merge_update_columns,
+        "merge_exclude_columns": merge_exclude_columns,
+        "max_delete_fraction": max_delete_fraction,
+    }
+    session: _Session | None = None
+    with commit.transaction(root) as tx:
+        con = connection
+        if con is None:
+            settings = {"temp_directory": str(tx.spill)}
+            if memory_limit:
+                settings["memory_limit"] = memory_limit
+            con = duckdb.connect(config=settings)
+            con.execute("set enable_progress_bar = false")  # a library prints nothing
+        con = getattr(con, "_cursor", con)  # dbt-duckdb wraps its cursor
+        session = _Session(con, tx.id)
+        macros = MacroContext(config, session.query, fail)
+        try:
+            cfg = macros.validate_merge_config()
+            return _Merge(session, macros, cfg, tx, root, options, fail, full_refresh, durable).run(
+                source
+            )
+        finally:
+            session.drop_all()
+            if connection is None:
+                con.close()
+
+
+@dataclass
+class _Options:
+    compression: str
+    rows_per_file: int
+    row_group_size: int
+    partition_by: list[str] | None
+
+
+def _check_options(
+    compression: str,
+    rows_per_file: int,
+    row_group_size: int,
+    partition_by: str | Sequence[str] | None,
+    fail,
+) -> _Options:
+    codec = str(compression).lower()
+    if codec not in q.COMPRESSIONS:
+        fail(f"compression '{compression}' is not one of: {', '.join(q.COMPRESSIONS)}.")
+    for name, value in (("rows_per_file", rows_per_file), ("row_group_size", row_group_size)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            fail(f"{name} must be a positive integer, not {value!r}.")
+    columns = None
+    if partition_by is not None:
+        columns = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+        columns = [str(c).strip() for c in columns if str(c).strip()]
+    return _Options(codec, rows_per_file, row_group_size, columns)
+
+
+def _api_wording(message: str) -> str:
+    """The macros speak of a dbt model; the Python API has a source and a dataset."""
+    return (
+        message.replace("the model's SELECT", "the source")
+        .replace("the SELECT", "the source")
+        .replace("the target table", "the target dataset")
+        .replace("The target was not changed.", "The dataset was not changed.")
+    )
+
+
+class _Session:
+    """The DuckDB connection of one merge and the temporary objects it creates."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, tx_id: str):
+        self.con = con
+        self.prefix = f"dbt_merge_{tx_id}_"
+        self.created: list[tuple[str, str]] = []
+
+    def query(self, sql: str) -> tuple[list[str], list[tuple]]:
+        cursor = self.con.execute(sql)
+        if cursor.description is None:
+            return [], []
+        return [d[0] for d in cursor.description], cursor.fetchall()
+
+    def one(self, sql: str) -> tuple:
+        return self.query(sql)[1][0]
+
+    def temp(self, role: str, select: str, kind: str = "table") -> str:
+        name = q.quote(self.prefix + role)
+        self.con.execute(f"create temporary {kind} {name} as {select}")
+        self.created.append((kind, name))
+        return name
+
+    def register(self, role: str, obj: Any) -> str:
+        name = self.prefix + role
+        self.con.register(name, obj)
+        self.created.append(("registered", name))
+        return q.quote(name)
+
+    def describe(self, relation: str) -> list[Column]:
+        rows = self.query(f"describe select * from {relation}")[1]
+        return [Column(r[0], r[1]) for r in rows]
+
+    def drop_all(self) -> None:
+        for kind, name in reversed(self.created):
+            try:
+                if kind == "registered":
+                    self.con.unregister(name)
+                else:
+                    self.con.execute(f"drop {kind} if exists {name}")
+            except duckdb.Error:
+                pass
+        self.created.clear()
+
+
+class _Merge:
+    def __init__(self, session, macros, cfg, tx, root, options, fail, full_refresh, durable):
+        self.s: _Session = session
+        self.m: MacroContext = macros
+        self.cfg = cfg
+        self.tx: commit.Transaction = tx
+        self.root: Path = root
+        self.o: _Options = options
+        self.fail = fail
+        self.full_refresh = full_refresh
+        self.durable = durable
+
+    # ------------------------------------------------------------------ the whole merge
+
+    def run(self, source: Any) -> MergeReport:
+        """The materialization's phases, on files: stage and plan (the macros), check the
+        source (the macros), then build or merge."""
+        stage = self._stage(self._source_relation(source))
+        source_columns = self.s.describe(stage)
+        files = commit.list_files(self.root)
+        partitions = self._partition_columns(files, [c.name for c in source_columns])
+        hive_types = self._hive_types(partitions, source_columns)
+        build = self.full_refresh or not files
+        hive = None
+        if hive_types is not None and not build:
+            values = {str(self.root / f): layout.partition_values(f, partitions) for f in files}
+            hive = q.Hive(hive_types, values)
+        target_columns = None if build else self._target_columns(files, hive)
+        # on_schema_change='ignore': the dataset keeps its columns (plan_schema_changes' shape)
+        schema = None
+        if target_columns is not None:
+            names = [c.name for c in target_columns]
+            schema = {
+                "target_columns": target_columns,
+                "names": names,
+                "added": [],
+                "removed": [],
+                "retyped": [],
+                "collations": {},
+            }
+        relations = {
+            # the target's name in messages, and the view of the files read (see _merge)
+            "target": q.quote(str(self.root)),
+            "stage": stage,
+            "converted": q.quote(self.s.prefix + "converted"),
+            "deduped": q.quote(self.s.prefix + "deduped")
+            if self.cfg["actions"]["dedupe"]
+            else None,
+            "changes": q.quote(self.s.prefix + "changes"),
+        }
+        plan = self.m.build_merge_plan(self.cfg, relations, source_columns, schema)
+        self.m.check_column_types(plan)
+        if plan["stage"] != plan["raw_stage"]:
+            # keys and values as the dataset stores them (converted_source_sql: try_cast;
+            # check_source_rows refuses values that cannot be stored)
+            self.s.con.execute(
+                f"create temporary view {plan['stage']} as {self.m.converted_source_sql(plan)}"
+            )
+            self.s.created.append(("view", plan["stage"]))
+        source = self._checked_source(plan)
+        report = MergeReport(
+            stats={},
+            root=str(self.root),
+            columns=plan["target_names"],
+            partition_columns=partitions,
+            hive_types=hive_types or {},
+        )
+        if build:
+            self._build(plan, source, files, partitions, report)
+        else:
+            self._merge(plan, source, files, target_columns, partitions, hive, report)
+        return report
+
+    # ------------------------------------------------------------------ source
+
+    def _source_relation(self, source: Any) -> str:
+        paths = _as_paths(source)
+        if paths is not None:
+            if not paths:
+                self.fail("source is an empty list of paths.")
+            globs = [os.path.join(p, "**", "*.parquet") if os.path.isdir(p) else p for p in paths]
+            listed = ", ".join(q.literal(g) for g in globs)
+            return self.s.temp(
+                "source", f"select * from read_parquet([{listed}], union_by_name = true)", "view"
+            )
+        return self.s.register("source", source)
+
+    def _stage(self, raw: str) -> str:
+        """The source once, as a table: every check and the write read the same rows."""
+        return self.s.temp("stage", f"select * from {raw}")
+
+    def _checked_source(self, plan) -> str:
+        """Deduplicate (deduplicate strategy) and check the source: the macros' checks."""
+        if plan["deduped"]:
+            self.s.con.execute(
+                f"create temporary table {plan['deduped']} as {self.m.dedupe_source_sql(plan)}"
+            )
+            self.s.created.append(("table", plan["deduped"]))
+        if self.m.check_source_rows(plan) > 0:
+            self.s.con.execute(f"drop table {plan['deduped']}")
+            self.s.con.execute(
+                f"create temporary table {plan['deduped']} as "
+                f"{self.m.dedupe_source_sql(plan, one_per_key=True)}"
+            )
+        return plan["deduped"] or plan["stage"]
+
+    # ------------------------------------------------------------------ the dataset
+
+    def _partition_columns(self, files: list[str], source_names: list[str]) -> list[str]:
+        existing = layout.partition_columns(files, str(self.root))
+        wanted = self.o.partition_by
+        if files and not self.full_refresh:
+            if wanted is not None and [w.lower() for w in wanted] != [e.lower() for e in existing]:
+                self.fail(
+                    f"partition_by {wanted} differs from the dataset's partition folders "
+                    f"{existing or '(none)'}. Leave partition_by out, or use full_refresh to "
+                    "rewrite the dataset with the new partitioning."
+                )
+            return existing
+        columns = wanted if wanted is not None else existing
+        lowered = {n.lower(): n for n in source_names}
+        for column in columns:
+            if column.lower() not in lowered:
+                self.fail(
+                    f"partition column '{column}' is not in the source (columns: "
+                    f"{', '.join(source_names)}). Fix partition_by."
+                )
+        return [lowered[c.lower()] for c in columns]
+
+    def _hive_types(self, partitions: list[str], source_columns) -> dict[str, str] | None:
+        """Partition columns are typed as the source's (folder names carry no type)."""
+        if not partitions:
+            return None
+        types = {c.name.lower(): c.dtype for c in source_columns}
+        missing = [p for p in partitions if p.lower() not in types]
+        if missing:
+            self.fail(
+                f"partition column '{missing[0]}' is not in the source. Add it to the source."
+            )
+        return {p: types[p.lower()] for p in partitions}
+
+    def _paths(self, files: list[str]) -> list[str]:
+        for f in [str(self.root), *files]:
+            if any(ch in f for ch in "*?[{"):
+                self.fail(
+                    f"'{f}' has a glob character (* ? [ {{) in its path, which DuckDB "
+                    "would expand. Rename it."
+                )
+        return [str(self.root / f) for f in files]
+
+    def _target_columns(self, files: list[str], hive: q.Hive | None) -> list[Column]:
+        return self.s.describe(q.read_files(self._paths(files), hive))
+
+    # ------------------------------------------------------------------ first run / full refresh
+
+    def _build(self, plan, source: str, files: list[str], partitions: list[str], report) -> None:
+        rows = self.s.one(f"select count(*) from {source}")[0]
+        outputs = self._write_new_rows(
+            f"select * from {source}", rows, plan["key_columns"], plan["source_names"], partitions
+        )
+        report.files_added = self._keep_a_file(outputs, 0, self.s.describe(source), partitions)
+        report.files_removed = list(files)
+        report.rows_written = rows
+        self._publish(report)
+        report.dataset_files = len(report.files_added)
+        report.stats = {"inserted": rows, "updated": 0, "deleted": 0, "unchanged": 0, "total": rows}
+
+    # ------------------------------------------------------------------ merge
+
+    def _merge(self, plan, source, files, target_columns, partitions, hive, report) -> None:
+        actions = plan["actions"]
+        deletes = actions["target_only"] == "delete"
+        target_names = [c.name for c in target_columns]
+        keys = [_find(k, target_names) or k for k in plan["key_columns"]]
+        taken = [*target_names, *plan["source_names"]]
+        file_col = q.fresh_name("dbt_merge_file", taken)
+        action_col = q.fresh_name("dbt_merge_action", taken)
+        paths = self._paths(files)
+
+        file_list = "[" + ", ".join(q.literal(p) for p in paths) + "]"
+        target_rows = int(
+            self.s.one(
+                f"select coalesce(sum(num_rows), 0) from parquet_file_metadata({file_list})"
+            )[0]
+        )
+        if deletes:
+            candidates = paths  # every row the source lacks is deleted: every file is read
+        else:
+            candidates = self._candidate_files(
+                plan, source, paths, file_list, target_columns, partitions, hive, file_col
+            )
+        source_rows = self.s.one(f"select count(*) from {source}")[0]
+        report.files_scanned = len(candidates)
+
+        key_match = self.m.key_match(plan["key_columns"], SRC, DST)
+        changed = self.m.get("_row_changed_condition")(plan) if plan["update_columns"] else None
+        counts = {"U": 0, "N": 0, "D": 0}
+        matched_keys = 0
+        matched = None
+        if candidates:
+            # the files read, named as the plan's target (the dataset's path): the macros'
+            # checks query it and name it in their messages
+            target = plan["target"]
+            self.s.con.execute(
+                f"create temporary view {target} as select * from "
+                + q.read_files(candidates, hive, file_col)
+            )
+            self.s.created.append(("view", target))
+            matched = self.s.temp(
+                "matched",
+                q.matched_rows_sql(
+                    target,
+                    source,
+                    plan["key_columns"],
+                    key_match,
+                    changed,
+                    deletes,
+                    file_col,
+                    action_col,
+                ),
+            )
+            for action, n in self.s.query(
+                f"select {q.quote(action_col)}, count(*) from {matched} group by 1"
+            )[1]:
+                counts[action] = int(n)
+            key_list = ", ".join(q.quote(k) for k in plan["key_columns"])
+            matched_keys = self.s.one(
+                f"select count(*) from (select distinct {key_list} from {matched}"
+                f" where {q.quote(action_col)} <> 'D')"
+            )[0]
+        inserts = actions["source_only"] == "insert"
+        stats = {
+            "inserted": source_rows - matched_keys if inserts else 0,
+            "updated": counts["U"],
+            "deleted": counts["D"],
+            "unchanged": counts["N"],
+        }
+        stats["total"] = target_rows + stats["inserted"] - stats["deleted"]
+        # the materialization's guards: a key the dataset holds twice, full_merge's
+        # max_delete_fraction
+        self.m.check_merge_counts(
+            plan,
+            {
+                **stats,
+                "matched_rows": counts["U"] + counts["N"],
+                "matched_keys": matched_keys,
+                "considered": counts["U"] + counts["N"] + counts["D"],
+            },
+        )
+        report.stats = stats
+
+        affected = []
+        if matched is not None and (counts["U"] or counts["D"]):
+            affected = [
+                r[0]
+                for r in self.s.query(
+                    f"select distinct {q.quote(file_col)} from {matched}"
+                    f" where {q.quote(action_col)} in ('U', 'D') order by 1"
+                )[1]
+            ]
+        if not affected and not stats["inserted"]:
+            report.dataset_files = len(files)
+            return
+        source_map = {}
+        for col in target_names:
+            found = _find(col, plan["source_names"])
+            if found is not None:
+                source_map[col.lower()] = found
+        images = q.Images(
+            target_columns,
+            source_map,
+            plan["update_columns"],
+            keys,
+            partitions,
+            action_col,
+            deletes,
+        )
+        m_alias = "dbt_merge_matched"
+        matched_match = self.m.key_match(plan["key_columns"], m_alias, SRC)
+        matched_source = None
+        if affected:
+            matched_source = self.s.temp(
+                "matched_source",
+                q.matched_source_sql(matched, source, file_col, action_col, matched_match),
+            )
+        outputs = self._rewrite_files(affected, images, matched_source, hive, file_col, key_match)
+        affected_view = None
+        if affected and images.moved():
+            affected_view = self.s.temp(
+                "affected", "select * from " + q.read_files(affected, hive), "view"
+            )
+        new_rows = q.new_rows_sql(
+            images,
+            source,
+            matched,
+            matched_match,
+            inserts and stats["inserted"] > 0,
+            affected_view,
+            matched_source,
+            key_match,
+        )
+        if new_rows is not None:
+            bound = stats["inserted"] + (stats["updated"] if images.moved() else 0)
+            outputs += self._write_new_rows(new_rows, bound, keys, target_names, partitions)
+        root = str(self.root) + os.sep
+        report.files_removed = [p[len(root) :].replace(os.sep, "/") for p in affected]
+        report.files_added = self._keep_a_file(
+            outputs, len(files) - len(affected), target_columns, partitions
+        )
+        report.rows_written = sum(n for _, n in outputs)
+        self._publish(report)
+        report.dataset_files = len(files) - len(report.files_removed) + len(report.files_added)
+
+    def _candidate_files(
+        self, plan, source, paths, file_list, target_columns, partitions, hive, file_col
+    ) -> list[str]:
+        """The files that may hold a source key: by row group statistics and partition values.
+        Conservative: a file without usable statistics is a candidate."""
+        types = {c.name.lower(): c.dtype for c in target_columns}
+        partition_lower = {p.lower() for p in partitions}
+        part_keys = [k for k in plan["key_columns"] if k.lower() in partition_lower]
+        range_keys = [
+            Column(k, types[k.lower()])
+            for k in plan["key_columns"]
+            if k.lower() not in partition_lower and q.is_prunable(types[k.lower()])
+        ]
+        if not range_keys and not part_keys:
+            return list(paths)
+        taken = [*types, *plan["source_names"], file_col]
+        lo = [q.fresh_name(f"dbt_merge_lo_{i}", taken) for i in range(len(range_keys))]
+        hi = [q.fresh_name(f"dbt_merge_hi_{i}", taken) for i in range(len(range_keys))]
+        # one row per (file, row group, column); only the key columns' rows carry ranges
+        metadata = f"(select * from parquet_metadata({file_list}))"
+        if range_keys:
+            key_names = ", ".join(q.literal(k.name.lower()) for k in range_keys)
+            metadata = f"(select * from {metadata} where lower(path_in_schema) in ({key_names}))"
+        ranges_sql = q.row_group_ranges_sql(metadata, range_keys, file_col, lo, hi)
+        if part_keys:
+            # the partition values of each file, from its folders, as one more "range" per key
+            names = [n.lower() for n in hive.types]
+            types_by_name = {n.lower(): t for n, t in hive.types.items()}
+            rows = []
+            for path in paths:
+                values = [q.literal(path)]
+                for key in part_keys:
+                    value = hive.values[path][names.index(key.lower())]
+                    text = "null" if value is None else q.literal(value)
+                    values.append(f"cast({text} as {types_by_name[key.lower()]})")
+                rows.append(f"({', '.join(values)})")
+            part_list = ", ".join(q.quote(p) for p in part_keys)
+            ranges_sql = (
+                f"select dbt_merge_rg.*, {part_list} from ({ranges_sql}) as dbt_merge_rg join"
+                f" (values {', '.join(rows)}) as dbt_merge_pv({q.quote(file_col)}, {part_list})"
+                f" using ({q.quote(file_col)})"
+            )
+        ranges = self.s.temp("ranges", ranges_sql)
+        found = self.s.query(
+            q.candidate_files_sql(
+                ranges, source, file_col, [k.name for k in range_keys], lo, hi, part_keys
+            )
+        )[1]
+        hits = {r[0] for r in found}
+        return [p for p in paths if p in hits]
+
+    # ------------------------------------------------------------------ write and publish
+
+    def _rewrite_files(
+        self, affected, images, matched_source, hive, file_col, key_match
+    ) -> list[tuple[str, int]]:
+        """Each file holding an updated or deleted row, rewritten as one new file in the same
+        folder (the same keys, sorted, minus deleted and moved rows): [(relative path, rows)]."""
+        outputs = []
+        root = str(self.root) + os.sep
+        for file in affected:
+            rel = file[len(root) :].replace(os.sep, "/")
+            final = _sibling(rel, layout.new_file_name(self.tx.id, self._next_number()))
+            target = self.tx.new_files / final
+            target.parent.mkdir(parents=True, exist_ok=True)
+            query = q.rewrite_file_sql(file, images, matched_source, hive, file_col, key_match)
+            written = self.s.one(
+                q.copy_file_sql(query, str(target), self.o.compression, self.o.row_group_size)
+            )[0]
+            outputs.append((final, int(written)))
+        commit.checkpoint("written")
+        return outputs
+
+    def _write_new_rows(
+        self, query: str, bound: int, keys, names, partitions
+    ) -> list[tuple[str, int]]:
+        """Write the rows of `query` (at most `bound` of them) to new files, sorted by the key:
+        one file, or per partition folder, `rows_per_file` rows at most each."""
+        out = self.tx.folder / "copy"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        chunked = bound > self.o.rows_per_file
+        chunk_col = q.fresh_name("dbt_merge_chunk", names) if chunked else None
+        pattern = f"dbt_merge-{self.tx.id}-{{i}}"
+        destination = out if (partitions or chunked) else out / "single.parquet"
+        self.s.con.execute(
+            q.copy_sql(
+                query,
+                str(destination),
+                keys,
+                self.o.compression,
+                min(self.o.row_group_size, self.o.rows_per_file),
+                partitions,
+                chunk_col,
+                self.o.rows_per_file,
+                pattern,
+            )
+        )
+        outputs = []
+        for rel in commit.list_files(out):
+            directory = layout.parent(rel)
+            if chunk_col:  # drop the chunk folder: .../dbt_merge_chunk=3/x.parquet -> .../
+                directory = layout.parent(directory)
+            final = _in_folder(directory, layout.new_file_name(self.tx.id, self._next_number()))
+            target = self.tx.new_files / final
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(out / rel, target)
+            rows = self.s.one(f"select count(*) from read_parquet({q.literal(str(target))})")[0]
+            outputs.append((final, int(rows)))
+        commit.checkpoint("written")
+        return outputs
+
+    def _keep_a_file(
+        self, outputs, files_left: int, columns: list[Column], partitions
+    ) -> list[str]:
+        """The new files worth adding: those holding rows; but when the dataset would be left
+        with no file at all, one empty file keeps its schema (in a partitioned dataset, in the
+        NULL partition's folder), because readers of `**/*.parquet` fail on no file."""
+        kept = [path for path, rows in outputs if rows > 0]
+        for path, rows in outputs:
+            if rows == 0:
+                (self.tx.new_files / path).unlink()
+        if files_left or kept:
+            return kept
+        folder = "/".join(f"{p}=__HIVE_DEFAULT_PARTITION__" for p in partitions)
+        final = _in_folder(folder, layout.new_file_name(self.tx.id, self._next_number()))
+        target = self.tx.new_files / final
+        target.parent.mkdir(parents=True, exist_ok=True)
+        lowered = {p.lower() for p in partitions}
+        values = ", ".join(
+            f"cast(null as {c.dtype}) as {q.quote(c.name)}"
+            for c in columns
+            if c.name.lower() not in lowered
+        )
+        self.s.con.execute(
+            f"copy (select {values} limit 0) to {q.literal(str(target))}"
+            f" (format parquet, compression {self.o.compression})"
+        )
+        return [final]
+
+    def _next_number(self) -> int:
+        self._files_written = getattr(self, "_files_written", 0) + 1
+        return self._files_written - 1
+
+    def _publish(self, report: MergeReport) -> None:
+        plan = layout.plan_swap(
+            report.files_removed,
+            report.files_added,
+            lambda d: (self.root / d).is_dir() if d else self.root.is_dir(),
+        )
+        commit.publish(self.tx, plan, durable=self.durable)
+
+
+def dataset_read_sql(target_path: str | os.PathLike) -> str:
+    """A relation over the dataset as it is (no merge), for a reader: every `*.parquet` under
+    it, with DuckDB's hive parsing (types guessed) when it has partition folders."""
+    root = Path(os.path.abspath(os.fspath(target_path)))
+    partitions = layout.partition_columns(commit.list_files(root), str(root))
+    pattern = q.literal(str(root) + "/**/*.parquet")
+    hive = "true" if partitions else "false"
+    return (
+        f"(select * from read_parquet({pattern}, union_by_name = true, hive_partitioning = {hive}))"
+    )
+
+
+def _sibling(path: str, name: str) -> str:
+    """`name` in the folder of `path`, a relative path ("x" is in the root)."""
+    return _in_folder(layout.parent(path), name)
+
+
+def _in_folder(directory: str, name: str) -> str:
+    """`name` in a relative folder ("" is the root)."""
+    return f"{directory}/{name}" if directory else name
+
+
+def _find(name: str, names: Sequence[str]) -> str | None:
+    for candidate in names:
+        if candidate.lower() == name.lower():
+            return candidate
+    return None
+
+
+def _as_paths(source: Any) -> list[str] | None:
+    if isinstance(source, str | os.PathLike):
+        return [os.fspath(source)]
+    if isinstance(source, list | tuple) and all(isinstance(s, str | os.PathLike) for s in source):
+        return [os.fspath(s) for s in source]
+    return None

@@ -1,0 +1,253 @@
+"""Publishing a merge on a local file system: one atomic directory swap.
+
+The commit protocol, whole:
+
+1. A lock (`flock`) on `<parent>/.<name>.dbt_merge/lock` serializes writers of one dataset.
+   Everything else in that work folder is scratch: whatever a killed merge left there is
+   deleted by the next merge, under the lock, before it starts.
+2. New files are written into the work folder, never into the dataset.
+3. The directory holding every change (layout.plan_swap) is rebuilt in the work folder: hard
+   links to each file that stays (no data is copied), plus the new files.
+4. One `renameat2(RENAME_EXCHANGE)` (macOS: `renamex_np(RENAME_SWAP)`) swaps the rebuilt
+   directory with the live one. A directory that did not exist yet (a new partition, a new
+   dataset) is instead renamed into place. This is the commit: before it the live dataset is
+   the old one, after it the new one, and no state in between ever exists on disk.
+5. The old directory, now in the work folder, is deleted.
+
+So the live dataset is always the truth and no journal is needed: a process killed at any
+point leaves the dataset as it was before step 4 or as it is after it, and the next merge
+starts from there. New files and the rebuilt directories are fsynced before the swap and the
+parent directory after it, so this also holds across a power loss (with `durable=True`).
+
+What it does not give: isolation for a reader that lists the files *while* the swap happens.
+Such a reader may find a file gone (an error, not a wrong answer) and, in a dataset with
+partition folders, may list some folders before the swap and others after it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+import shutil
+import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from dbt_merge.parquet.errors import ParquetMergeError
+from dbt_merge.parquet.layout import SwapPlan, is_data_file, relative_to
+
+
+def checkpoint(name: str) -> None:
+    """A named point of the commit. It does nothing; the crash tests replace it in a child
+    process to kill that process exactly there."""
+
+
+def work_dir(root: Path) -> Path:
+    """The dataset's work folder: next to it, hidden, on the same file system."""
+    return root.parent / f".{root.name}.dbt_merge"
+
+
+@dataclass
+class Transaction:
+    root: Path
+    work: Path
+    id: str
+
+    @property
+    def folder(self) -> Path:
+        return self.work / f"tx-{self.id}"
+
+    @property
+    def new_files(self) -> Path:
+        """Where the merge writes its new files (the dataset's layout, relative to the root)."""
+        return self.folder / "new"
+
+    @property
+    def spill(self) -> Path:
+        return self.folder / "spill"
+
+
+@contextmanager
+def transaction(root: Path) -> Iterator[Transaction]:
+    """Lock the dataset, clear what earlier merges left in its work folder, and give a fresh
+    transaction; its scratch files are deleted on the way out, whatever happens."""
+    if root.exists() and not root.is_dir():
+        raise ParquetMergeError(f"target_path {root} exists and is not a folder.")
+    work = work_dir(root)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    work.mkdir(exist_ok=True)
+    with open(work / "lock", "a+") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            for leftover in work.glob("tx-*"):
+                shutil.rmtree(leftover, ignore_errors=True)
+            tx = Transaction(root, work, uuid.uuid4().hex[:16])
+            tx.folder.mkdir()
+            try:
+                yield tx
+            finally:
+                shutil.rmtree(tx.folder, ignore_errors=True)
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def publish(tx: Transaction, plan: SwapPlan, durable: bool = True) -> None:
+    """Make the merge's changes live (see the module docstring). `plan.added` are paths
+    relative to the root, each written at the same relative path under tx.new_files."""
+    if plan.mode == "none":
+        return
+    for path in (plan.directory, *plan.added, *plan.removed):
+        if not _is_inside(path):
+            raise ValueError(f"not a path inside the dataset: {path!r}")
+    staged = tx.folder / "swap"
+    live = tx.root / plan.directory if plan.directory else tx.root
+    if plan.mode == "exchange":
+        _mirror(live, staged, plan)
+    else:
+        staged.mkdir()
+    for path in plan.added:
+        target = staged / relative_to(path, plan.directory)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(tx.new_files / path, target)
+        if durable:
+            _fsync_file(target)
+    if durable:
+        _fsync_dirs(staged)
+    checkpoint("before_swap")
+    if plan.mode == "exchange":
+        exchange(staged, live)
+    else:
+        live.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(staged, live)
+    checkpoint("after_swap")
+    if durable:
+        _fsync_dir(live.parent)
+    # `staged` now holds the old directory (exchange); the transaction's cleanup deletes it.
+
+
+def _is_inside(path: str) -> bool:
+    """A relative, normalized path that stays inside the dataset ("" is its root)."""
+    return path == "" or (
+        not path.startswith("/")
+        and not os.path.isabs(path)
+        and all(part not in ("", ".", "..") for part in path.split("/"))
+    )
+
+
+def _mirror(live: Path, staged: Path, plan: SwapPlan) -> None:
+    """Rebuild `live` at `staged` with hard links, leaving out the removed files and the
+    folders that only held them."""
+    staged.mkdir()
+    emptied = set()
+    for dirpath, dirnames, filenames in os.walk(live):
+        rel_dir = os.path.relpath(dirpath, live)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
+        target_dir = staged / rel_dir if rel_dir else staged
+        target_dir.mkdir(exist_ok=True)
+        for name in dirnames:
+            source = Path(dirpath) / name
+            if source.is_symlink():
+                os.symlink(os.readlink(source), target_dir / name)
+        dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
+        for name in filenames:
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            full_rel = f"{plan.directory}/{rel}" if plan.directory else rel
+            if full_rel in plan.removed:
+                emptied.add(rel_dir)
+                continue
+            source = Path(dirpath) / name
+            if source.is_symlink():
+                os.symlink(os.readlink(source), target_dir / name)
+            else:
+                os.link(source, target_dir / name)
+        checkpoint("mirroring")
+    _prune_emptied(staged, emptied)
+
+
+def _prune_emptied(staged: Path, emptied: set[str]) -> None:
+    """Remove folders (and their parents) that are empty because their files were removed,
+    up to but not including `staged` itself."""
+    for rel in sorted(emptied, key=lambda r: -r.count("/")):
+        path = staged / rel if rel else staged
+        while path != staged and path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+            path = path.parent
+
+
+def list_files(root: Path) -> list[str]:
+    """Every `*.parquet` file under `root` (what `root/**/*.parquet` matches), relative."""
+    if not root.is_dir():
+        return []
+    found = []
+    for dirpath, _, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        for name in filenames:
+            if is_data_file(name):
+                rel = name if rel_dir == "." else os.path.join(rel_dir, name)
+                found.append(rel.replace(os.sep, "/"))
+    return sorted(found)
+
+
+# ----------------------------------------------------------------- atomic exchange
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_RENAME_SWAP = 2  # macOS sys/stdio.h
+
+
+@cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def exchange(a: Path, b: Path) -> None:
+    """Swap two paths atomically (both must exist), or raise without changing anything."""
+    if sys.platform.startswith("linux"):
+        result = _libc().renameat2(
+            _AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE
+        )
+    elif sys.platform == "darwin":
+        result = _libc().renamex_np(os.fsencode(a), os.fsencode(b), _RENAME_SWAP)
+    else:
+        raise ParquetMergeError(
+            f"merging into a local Parquet dataset needs an atomic directory swap, which "
+            f"{sys.platform} does not offer (Linux renameat2, macOS renamex_np)."
+        )
+    if result != 0:
+        err = ctypes.get_errno()
+        if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EXDEV):
+            raise ParquetMergeError(
+                f"the file system of {b} cannot swap two folders atomically "
+                f"({os.strerror(err)}), so a merge could not be published safely. Use a local "
+                f"file system such as ext4, xfs, btrfs, tmpfs or APFS. The dataset was not "
+                f"changed."
+            )
+        raise OSError(err, os.strerror(err), str(b))
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dirs(path: Path) -> None:
+    """fsync every folder of a tree (the hard links it holds are entries of those folders)."""
+    for dirpath, _, _ in os.walk(path):
+        _fsync_dir(Path(dirpath))

@@ -1,0 +1,6 @@
+"""The one exception the Parquet merge raises for bad input or a refused merge."""
+
+
+class ParquetMergeError(ValueError):
+    """A merge refused before the dataset was changed (bad config, bad source rows, a guard).
+    The dataset is exactly as it was."""

@@ -1,0 +1,398 @@
+"""SQL text of the Parquet merge (DuckDB dialect): pure functions, no connection.
+
+The merge's *semantics* come from the package's macros (macros.py renders them): which rows
+match (`key_match`), when a matched row changed (`_row_changed_condition`), the strategy's
+actions. This module writes the SQL that is particular to files: reading a set of Parquet
+files, pruning them by their statistics, listing the matched rows with the file that holds
+them, and the one query whose result replaces the rewritten files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+SRC = "DBT_INTERNAL_SOURCE"
+DST = "DBT_INTERNAL_DEST"
+
+# Key types whose Parquet min/max statistics DuckDB reads back exactly (stats_min_value cast
+# to the column's type); files are pruned by these only. Floating point keys are never
+# pruned (NaN is not ordered in the statistics).
+PRUNABLE_TYPES = (
+    "TINYINT",
+    "SMALLINT",
+    "INTEGER",
+    "BIGINT",
+    "HUGEINT",
+    "UTINYINT",
+    "USMALLINT",
+    "UINTEGER",
+    "UBIGINT",
+    "VARCHAR",
+    "DATE",
+    "TIMESTAMP",
+)
+
+COMPRESSIONS = ("uncompressed", "snappy", "gzip", "zstd", "lz4", "lz4_raw", "brotli")
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column as the macros expect one (a dbt Column's .name, .dtype and .data_type)."""
+
+    name: str
+    dtype: str
+
+    @property
+    def data_type(self) -> str:
+        return self.dtype
+
+
+def quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def fresh_name(base: str, taken: Sequence[str]) -> str:
+    """`base`, or `base_2`, ...: a name equal (ignoring case) to none of `taken`."""
+    lowered = {t.lower() for t in taken}
+    name, n = base, 1
+    while name.lower() in lowered:
+        n += 1
+        name = f"{base}_{n}"
+    return name
+
+
+def is_prunable(dtype: str) -> bool:
+    t = dtype.upper()
+    return t in PRUNABLE_TYPES or t.startswith("DECIMAL(")
+
+
+@dataclass(frozen=True)
+class Hive:
+    """A hive-partitioned dataset: its partition columns with their types (in folder order),
+    and each file's values (absolute path -> decoded values, None for NULL). The values come
+    from the folders below the dataset's root (layout.partition_values), never from DuckDB's
+    hive parsing, which would also take a `k=v` folder *above* the root for a column."""
+
+    types: dict[str, str]
+    values: dict[str, tuple]
+
+
+def read_files(paths: Sequence[str], hive: Hive | None, filename_column: str | None = None) -> str:
+    """A relation (for FROM) over exactly these files, union_by_name (files may differ in
+    columns), with the partition columns of a hive dataset last, and optionally each row's
+    file path as `filename_column`."""
+    files = ", ".join(literal(p) for p in paths)
+    if hive is None:
+        extra = f", filename = {literal(filename_column)}" if filename_column else ""
+        return f"read_parquet([{files}], union_by_name = true, hive_partitioning = false{extra})"
+    path, joined = "dbt_merge_file_path", "dbt_merge_partition_path"
+    names = list(hive.types)
+    rows = []
+    for p in paths:
+        values = [literal(p)]
+        for name, value in zip(names, hive.values[p], strict=True):
+            text = "null" if value is None else literal(value)
+            values.append(f"cast({text} as {hive.types[name]})")
+        rows.append(f"({', '.join(values)})")
+    # every file column but a partition column a file may also hold (the folder wins, as in
+    # DuckDB's hive reading), then the partition columns from the folders
+    hidden = [n.lower() for n in names] + [joined] + ([] if filename_column else [path])
+    hidden_list = ", ".join(literal(h) for h in hidden)
+    partition_list = ", ".join(f"dbt_merge_partitions.{quote(n)}" for n in names)
+    query = (
+        f"select columns(lambda c: lower(c) not in ({hidden_list})), {partition_list}"
+        f" from read_parquet([{files}], union_by_name = true, hive_partitioning = false,"
+        f" filename = {literal(path)}) as dbt_merge_files"
+        f" join (values {', '.join(rows)})"
+        f" as dbt_merge_partitions({', '.join(quote(c) for c in [joined, *names])})"
+        f" on dbt_merge_files.{quote(path)} = dbt_merge_partitions.{quote(joined)}"
+    )
+    if filename_column:
+        query = f"select * rename ({quote(path)} as {quote(filename_column)}) from ({query})"
+    return f"({query})"
+
+
+def read_dataset(root: str, hive_types: dict[str, str] | None, columns: Sequence[str]) -> str:
+    """What a reader of the dataset runs: every `*.parquet` under root, with DuckDB's hive
+    parsing when partitioned, as exactly the dataset's columns (a `k=v` folder above the root
+    would otherwise show as one more column)."""
+    pattern = literal(root.rstrip("/") + "/**/*.parquet")
+    options = "union_by_name = true, hive_partitioning = " + ("true" if hive_types else "false")
+    if hive_types:
+        types = ", ".join(f"{literal(c)}: {literal(t)}" for c, t in hive_types.items())
+        options += ", hive_types = {" + types + "}"
+    listed = ", ".join(quote(c) for c in columns)
+    return f"(select {listed} from read_parquet({pattern}, {options}))"
+
+
+def keys_not_null(keys: Sequence[str], alias: str) -> str:
+    return " and ".join(f"{alias}.{quote(k)} is not null" for k in keys)
+
+
+def key_example(keys: Sequence[str], alias: str | None = None) -> str:
+    prefix = f"{alias}." if alias else ""
+    parts = ", ".join(f"cast({prefix}{quote(k)} as varchar)" for k in keys)
+    return f"concat_ws(', ', {parts})"
+
+
+def row_group_ranges_sql(
+    metadata: str, range_keys: Sequence[Column], file_column: str, lo: list[str], hi: list[str]
+) -> str:
+    """One row per (file, row group): the min and max of each range key, typed, NULL when the
+    file has no usable statistics for it. `metadata` is a parquet_metadata(...) call."""
+    columns = [f"file_name as {quote(file_column)}"]
+    for key, lo_name, hi_name in zip(range_keys, lo, hi, strict=True):
+        is_key = f"lower(path_in_schema) = {literal(key.name.lower())}"
+        columns.append(
+            f"max(case when {is_key} then try_cast(stats_min_value as {key.dtype}) end)"
+            f" as {quote(lo_name)}"
+        )
+        columns.append(
+            f"max(case when {is_key} then try_cast(stats_max_value as {key.dtype}) end)"
+            f" as {quote(hi_name)}"
+        )
+    return f"select {', '.join(columns)} from {metadata} group by file_name, row_group_id"
+
+
+def candidate_files_sql(
+    ranges: str,
+    source: str,
+    file_column: str,
+    range_keys: Sequence[str],
+    lo: list[str],
+    hi: list[str],
+    partition_keys: Sequence[str],
+) -> str:
+    """The files that may hold a key of `source`: a row group whose range of every range key
+    holds the source key (and whose partition values equal it). Row groups without
+    statistics for the first range key are joined on the rest only. `ranges` holds the
+    columns of row_group_ranges_sql plus one column per partition key, named as the key."""
+    r, s = "dbt_merge_ranges", SRC
+    equal = [f"{r}.{quote(p)} = {s}.{quote(p)}" for p in partition_keys]
+    residual = [
+        f"({r}.{quote(lo_)} is null or {s}.{quote(k)} >= {r}.{quote(lo_)})"
+        f" and ({r}.{quote(hi_)} is null or {s}.{quote(k)} <= {r}.{quote(hi_)})"
+        for k, lo_, hi_ in zip(range_keys[1:], lo[1:], hi[1:], strict=True)
+    ]
+    f = f"{r}.{quote(file_column)}"
+    if not range_keys:
+        on = " and ".join(equal) or "true"
+        return f"select distinct {f} from {ranges} as {r} join {source} as {s} on {on}"
+    k0, lo0, hi0 = quote(range_keys[0]), quote(lo[0]), quote(hi[0])
+    bounded = [f"{s}.{k0} >= {r}.{lo0}", f"{s}.{k0} <= {r}.{hi0}", *equal, *residual]
+    unbounded = [*equal, *residual] or ["true"]
+    return (
+        f"select distinct {f} from {ranges} as {r} join {source} as {s}"
+        f" on {' and '.join(bounded)}"
+        f" where {r}.{lo0} is not null and {r}.{hi0} is not null"
+        f" union "
+        f"select distinct {f} from {ranges} as {r} join {source} as {s}"
+        f" on {' and '.join(unbounded)}"
+        f" where {r}.{lo0} is null or {r}.{hi0} is null"
+    )
+
+
+def matched_rows_sql(
+    target: str,
+    source: str,
+    keys: Sequence[str],
+    key_match: str,
+    changed: str | None,
+    deletes: bool,
+    file_column: str,
+    action_column: str,
+) -> str:
+    """Every target row the merge acts on, with the file holding it and its action: 'U'
+    (matched, some update column differs), 'N' (matched, left as it is) and, when the strategy
+    deletes, 'D' (no source row). Target rows with a NULL key are never matched."""
+    changed_case = f"when {changed} then 'U' " if changed else ""
+    if deletes:
+        action = f"case when {SRC}.{quote(keys[0])} is null then 'D' {changed_case}else 'N' end"
+        join = "left join"
+    else:
+        action = f"case {changed_case}else 'N' end" if changed else "'N'"
+        join = "join"
+    key_list = ", ".join(f"{DST}.{quote(k)}" for k in keys)
+    return (
+        f"select {DST}.{quote(file_column)}, {key_list}, {action} as {quote(action_column)}"
+        f" from {target} as {DST} {join} {source} as {SRC} on {key_match}"
+        f" where {keys_not_null(keys, DST)}"
+    )
+
+
+def matched_source_sql(
+    matched: str,
+    source: str,
+    file_column: str,
+    action_column: str,
+    matched_key_match: str,
+) -> str:
+    """The source rows matched in the files to rewrite, with the file and the action ('U' or
+    'N'): what the rewrite of each file joins (aliased dbt_merge_matched in the key match)."""
+    m = "dbt_merge_matched"
+    f, a = quote(file_column), quote(action_column)
+    return (
+        f"select {m}.{f}, {m}.{a}, {SRC}.* from {matched} as {m}"
+        f" join {source} as {SRC} on {matched_key_match}"
+        f" where {m}.{a} <> 'D' and {m}.{f} in"
+        f" (select {f} from {matched} where {a} in ('U', 'D'))"
+    )
+
+
+@dataclass(frozen=True)
+class Images:
+    """How a rewritten row is formed from the dataset row (DST) and its matched source row
+    (SRC, from matched_source_sql; NULL when none matched)."""
+
+    target_columns: Sequence[Column]
+    source_names: dict[str, str]  # target column (lower case) -> source column
+    update_columns: Sequence[str]
+    keys: Sequence[str]
+    partitions: Sequence[str]
+    action_column: str
+    deletes: bool
+
+    def value(self, col: Column) -> str:
+        q = quote(col.name)
+        if col.name.lower() in {c.lower() for c in self.update_columns}:
+            src = quote(self.source_names[col.name.lower()])
+            updated = f"{SRC}.{quote(self.action_column)} = 'U'"
+            return f"case when {updated} then {SRC}.{src} else {DST}.{q} end"
+        return f"{DST}.{q}"
+
+    def moved(self) -> str | None:
+        """True for an updated row whose partition values change (it moves to another folder)."""
+        update_lower = {c.lower() for c in self.update_columns}
+        parts = [
+            f"{SRC}.{quote(self.source_names[p.lower()])} is distinct from {DST}.{quote(p)}"
+            for p in self.partitions
+            if p.lower() in update_lower
+        ]
+        if not parts:
+            return None
+        # coalesce: a row no source row matched has a NULL action, and is not moved
+        return (
+            f"coalesce({SRC}.{quote(self.action_column)} = 'U' and ({' or '.join(parts)}), false)"
+        )
+
+    def kept(self) -> str:
+        """The rows of a rewritten file that stay in it: all but (full_merge) the rows no source
+        row matched and the rows moving to another partition."""
+        conditions = []
+        if self.deletes:
+            key_ok = keys_not_null(self.keys, DST)
+            conditions.append(f"not ({key_ok} and {SRC}.{quote(self.action_column)} is null)")
+        moved = self.moved()
+        if moved:
+            conditions.append(f"not {moved}")
+        return " and ".join(conditions) or "true"
+
+
+def rewrite_file_sql(
+    file: str,
+    images: Images,
+    matched_source: str,
+    hive: Hive | None,
+    file_column: str,
+    key_match: str,
+) -> str:
+    """The new content of one rewritten file: its rows with the updates applied, sorted by the
+    key; partition columns are left out (they are the file's folder)."""
+    partition_lower = {p.lower() for p in images.partitions}
+    values = [
+        f"{images.value(c)} as {quote(c.name)}"
+        for c in images.target_columns
+        if c.name.lower() not in partition_lower
+    ]
+    order = ", ".join(f"{DST}.{quote(k)}" for k in images.keys)
+    return (
+        f"select {', '.join(values)} from {read_files([file], hive)} as {DST}"
+        f" left join (select * from {matched_source} where {quote(file_column)} = {literal(file)})"
+        f" as {SRC} on {key_match} where {images.kept()} order by {order}"
+    )
+
+
+def new_rows_sql(
+    images: Images,
+    source: str,
+    matched: str | None,
+    matched_key_match: str,
+    inserts: bool,
+    affected: str | None,
+    matched_source: str | None,
+    key_match: str,
+) -> str | None:
+    """The rows for new files: the source rows whose key the dataset lacks (when the strategy
+    inserts) and the updated rows that move to another partition. None if there can be none."""
+    parts = []
+    if inserts:
+        values = []
+        for col in images.target_columns:
+            src_col = images.source_names.get(col.name.lower())
+            value = f"{SRC}.{quote(src_col)}" if src_col else f"cast(null as {col.dtype})"
+            values.append(f"{value} as {quote(col.name)}")
+        anti = ""
+        if matched is not None:
+            anti = (
+                f" where not exists (select 1 from {matched} as dbt_merge_matched"
+                f" where dbt_merge_matched.{quote(images.action_column)} <> 'D'"
+                f" and {matched_key_match})"
+            )
+        parts.append(f"select {', '.join(values)} from {source} as {SRC}{anti}")
+    moved = images.moved()
+    if moved and affected is not None and matched_source is not None:
+        values = [f"{images.value(c)} as {quote(c.name)}" for c in images.target_columns]
+        parts.append(
+            f"select {', '.join(values)} from {affected} as {DST}"
+            f" join {matched_source} as {SRC} on {key_match} where {moved}"
+        )
+    return " union all ".join(parts) if parts else None
+
+
+def copy_sql(
+    query: str,
+    destination: str,
+    sort_keys: Sequence[str],
+    compression: str,
+    row_group_size: int,
+    partition_columns: Sequence[str],
+    chunk_column: str | None,
+    rows_per_file: int,
+    file_pattern: str,
+) -> str:
+    """COPY `query` to Parquet, sorted by the key. Without partition columns and chunking,
+    `destination` is one file. Otherwise it is a folder: hive folders per partition value and,
+    with chunk_column, one folder per `rows_per_file` rows of each partition, in key order
+    (the caller moves those files up and renames them)."""
+    order = ", ".join(quote(k) for k in sort_keys)
+    options = [
+        "format parquet",
+        f"compression {compression}",
+        f"row_group_size {int(row_group_size)}",
+    ]
+    by = [quote(p) for p in partition_columns]
+    if chunk_column:
+        window = f"partition by {', '.join(by)} " if by else ""
+        numbered = (
+            f"select *, (row_number() over ({window}order by {order}) - 1)"
+            f" // {int(rows_per_file)} as {quote(chunk_column)} from ({query}) as dbt_merge_rows"
+        )
+        query = numbered
+        by.append(quote(chunk_column))
+    else:
+        query = f"select * from ({query}) as dbt_merge_rows order by {order}"
+    if by:
+        options += [f"partition_by ({', '.join(by)})", f"filename_pattern {literal(file_pattern)}"]
+    return f"copy ({query}) to {literal(destination)} ({', '.join(options)})"
+
+
+def copy_file_sql(query: str, destination: str, compression: str, row_group_size: int) -> str:
+    return (
+        f"copy ({query}) to {literal(destination)}"
+        f" (format parquet, compression {compression}, row_group_size {int(row_group_size)})"
+    )

@@ -1,0 +1,83 @@
+{#-
+  A `merge` model with a `location` config merges into a Parquet dataset (a folder of Parquet
+  files) instead of a table, on dbt-duckdb. The merge itself is the package's Python side
+  (dbt_merge.parquet: the same plan and checks, rendered from these macros), run as a
+  dbt-duckdb Python job on the model's connection. This macro runs the pre-hooks and returns
+  the job: {'code': the Python module for statement(language='python'), 'result': the
+  temporary table the job leaves its outcome in}. parquet_dataset_finish reads it.
+
+  Config: location (the folder; relative paths are relative to where dbt runs, as for
+  dbt-duckdb's external models), unique_key, strategy, dedup_order_by, merge_update_columns,
+  merge_exclude_columns, max_delete_fraction, partition_by (a column or a list; also read from
+  `options`, as external models have it), compression, rows_per_file.
+-#}
+{% macro parquet_dataset_job() %}
+  {% if adapter.type() != 'duckdb' %}
+    {{ dbt_merge.raise_merge_error("location is set, which merges into a Parquet dataset; that needs "
+        ~ "dbt-duckdb, and this target is '" ~ adapter.type() ~ "'. Remove location to merge into a table.") }}
+  {% endif %}
+  {#- options of table merges that the Parquet merge does not implement: refused, never ignored -#}
+  {% for key in ['incremental_predicates', 'predicates', 'merge_update_condition', 'delete_condition',
+                 'soft_delete_column', 'soft_delete_timestamp_column', 'merge_check_columns',
+                 'detect_unchanged', 'dry_run', 'merge_history_table'] %}
+    {% if config.get(key) is not none %}
+      {{ dbt_merge.raise_merge_error(key ~ " is not supported when merging into a Parquet dataset "
+          ~ "(location is set). Remove it, or merge into a table.") }}
+    {% endif %}
+  {% endfor %}
+  {% if (config.get('on_schema_change') or 'ignore') != 'ignore' %}
+    {{ dbt_merge.raise_merge_error("on_schema_change '" ~ config.get('on_schema_change') ~ "' is not "
+        ~ "supported when merging into a Parquet dataset (location is set): the dataset keeps its "
+        ~ "columns (extra SELECT columns are ignored). Use --full-refresh to change them.") }}
+  {% endif %}
+  {% do dbt_merge.check_config_keys() %}
+  {% set options = config.get('options') or {} %}
+  {% set partition_by = config.get('partition_by') or options.get('partition_by') %}
+  {% if partition_by is string %}
+    {% set partition_by = partition_by.strip('()').split(',') | map('trim') | reject('equalto', '') | list %}
+  {% endif %}
+  {% set location = render(config.get('location')) %}
+  {#- --empty / --sample shrink the SELECT: an existing dataset is left as it is -#}
+  {% set skipped = none %}
+  {% if not should_full_refresh() and adapter.location_exists(location ~ '/**/*.parquet') %}
+    {% set skipped = dbt_merge.shrinking_run_mode() %}
+  {% endif %}
+  {% set args = {
+      'location': location,
+      'skipped': skipped,
+      'sql': sql,
+      'unique_key': config.get('unique_key'),
+      'strategy': config.get('strategy', 'upsert'),
+      'dedup_order_by': config.get('dedup_order_by'),
+      'merge_update_columns': config.get('merge_update_columns'),
+      'merge_exclude_columns': config.get('merge_exclude_columns'),
+      'max_delete_fraction': config.get('max_delete_fraction'),
+      'partition_by': partition_by,
+      'compression': config.get('compression') or options.get('compression'),
+      'rows_per_file': config.get('rows_per_file'),
+      'full_refresh': should_full_refresh(),
+      'result': 'dbt_merge_parquet_' ~ local_md5(model.unique_id),
+  } %}
+  {{ run_hooks(pre_hooks, inside_transaction=False) }}
+  {{ run_hooks(pre_hooks, inside_transaction=True) }}
+  {#- dbt-duckdb runs model(dbt, session); dbtObj and materialize are the rest of its protocol. -#}
+  {% set code %}
+import json
+
+from dbt_merge.parquet.dbt_job import run_job
+
+
+class dbtObj:
+    def __init__(self, load_df_function):
+        pass
+
+
+def model(dbt, session):
+    run_job(session, json.loads({{ tojson(tojson(args)) }}))
+
+
+def materialize(df, con):
+    pass
+  {% endset %}
+  {{ return({'code': code, 'result': args.result, 'strategy': args.strategy}) }}
+{% endmacro %}

@@ -1,0 +1,342 @@
+"""merge_parquet_dataset: what it touches, its guards and errors, on real files and DuckDB."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from dbt_merge import ParquetMergeError, merge_parquet_dataset
+from dbt_merge.parquet import run_merge, sql
+
+from .datasets import fingerprint, read_dataset
+
+
+def table(ids, values, **extra) -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array(values, pa.string()), **extra})
+
+
+def rows(root: Path, hive_types=None) -> list[tuple]:
+    _, got = read_dataset(root, hive_types)
+    return sorted((tuple(r.values()) for r in got), key=repr)
+
+
+@pytest.fixture
+def five_files(tmp_path) -> Path:
+    """ids 0..99 in 5 files of 20 sorted ids each."""
+    root = tmp_path / "ds"
+    stats = merge_parquet_dataset(
+        table(range(100), [f"v{i}" for i in range(100)]), root, "id", rows_per_file=20
+    )
+    assert stats["inserted"] == 100 and len(fingerprint(root)) == 5
+    return root
+
+
+def test_returns_exactly_the_five_statistics(five_files):
+    stats = merge_parquet_dataset(table([1, 2, 200], ["v1", "x", "y"]), five_files, "id")
+    assert stats == {"inserted": 1, "updated": 1, "deleted": 0, "unchanged": 1, "total": 101}
+
+
+def test_rewrites_only_the_files_holding_a_changed_row(five_files):
+    before = fingerprint(five_files)
+    report = run_merge(
+        table([25, 26, 500], ["new", "v26", "ins"]), five_files, "id", rows_per_file=20
+    )
+    assert report.stats == {"inserted": 1, "updated": 1, "deleted": 0, "unchanged": 1, "total": 101}
+    after = fingerprint(five_files)
+    assert len(report.files_removed) == 1 and report.files_scanned == 1
+    # the four files without id 25 are the very same files (inode, size, mtime)
+    assert len(set(before.items()) & set(after.items())) == 4
+    assert (25, "new") in rows(five_files) and (500, "ins") in rows(five_files)
+
+
+def test_unchanged_rows_rewrite_nothing(five_files):
+    before = fingerprint(five_files)
+    stats = merge_parquet_dataset(table([3, 47, 99], ["v3", "v47", "v99"]), five_files, "id")
+    assert stats == {"inserted": 0, "updated": 0, "deleted": 0, "unchanged": 3, "total": 100}
+    assert fingerprint(five_files) == before
+
+
+def test_inserts_go_to_new_files_only(five_files):
+    before = fingerprint(five_files)
+    merge_parquet_dataset(table([1000, 1001], ["a", "b"]), five_files, "id")
+    after = fingerprint(five_files)
+    assert set(before.items()) <= set(after.items()) and len(after) == 6
+
+
+def test_nan_equals_nan_and_negative_zero_is_unchanged(tmp_path):
+    root = tmp_path / "ds"
+    data = {"id": pa.array([1, 2], pa.int64()), "x": pa.array([float("nan"), 0.0])}
+    merge_parquet_dataset(pa.table(data), root, "id")
+    before = fingerprint(root)
+    again = {"id": pa.array([1, 2], pa.int64()), "x": pa.array([float("nan"), -0.0])}
+    stats = merge_parquet_dataset(pa.table(again), root, "id")
+    assert stats["unchanged"] == 2 and fingerprint(root) == before
+
+
+def test_null_key_rows_are_kept_and_never_matched(tmp_path):
+    root = tmp_path / "ds"
+    root.mkdir()
+    pq.write_table(table([None, 1, 2], ["null-key", "a", "b"]), root / "x.parquet")
+    stats = merge_parquet_dataset(
+        table([1], ["A"]), root, "id", strategy="full_merge", max_delete_fraction=1
+    )
+    assert stats == {"inserted": 0, "updated": 1, "deleted": 1, "unchanged": 0, "total": 2}
+    assert rows(root) == [(1, "A"), (None, "null-key")]
+
+
+def test_a_key_the_dataset_holds_twice_is_refused_for_every_strategy(tmp_path):
+    root = tmp_path / "ds"
+    root.mkdir()
+    pq.write_table(table([1, 1, 2], ["a", "b", "c"]), root / "x.parquet")
+    before = fingerprint(root)
+    for strategy in ("upsert", "insert", "update", "full_merge", "deduplicate"):
+        with pytest.raises(ParquetMergeError, match="already holds") as err:
+            merge_parquet_dataset(table([1], ["z"]), root, "id", strategy=strategy)
+        assert "(id) = (1)" in str(err.value)
+        assert fingerprint(root) == before
+    # keys the source does not have are left alone; full_merge deletes (and counts) each row
+    assert merge_parquet_dataset(table([2], ["C"]), root, "id")["updated"] == 1
+    stats = merge_parquet_dataset(
+        table([2], ["C"]), root, "id", strategy="full_merge", max_delete_fraction=1
+    )
+    assert stats == {"inserted": 0, "updated": 0, "deleted": 2, "unchanged": 1, "total": 1}
+
+
+def test_mass_delete_guard(five_files):
+    before = fingerprint(five_files)
+    keep = table(range(40), [f"v{i}" for i in range(40)])  # deletes 60 of 100
+    with pytest.raises(ParquetMergeError, match="max_delete_fraction") as err:
+        merge_parquet_dataset(keep, five_files, "id", strategy="full_merge")
+    assert "full_merge would delete 60 of the 100 target rows it considers" in str(err.value)
+    with pytest.raises(ParquetMergeError, match="the source is empty"):
+        merge_parquet_dataset(table([], []), five_files, "id", strategy="full_merge")
+    assert fingerprint(five_files) == before
+    # exactly at the limit is allowed
+    half = table(range(50), [f"v{i}" for i in range(50)])
+    stats = merge_parquet_dataset(half, five_files, "id", strategy="full_merge")
+    assert (stats["deleted"], stats["total"]) == (50, 50)
+    stats = merge_parquet_dataset(
+        table([], []), five_files, "id", strategy="full_merge", max_delete_fraction=1
+    )
+    assert stats["total"] == 0 and rows(five_files) == []
+    assert len(fingerprint(five_files)) == 1  # one empty file keeps the schema
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"strategy": "upsrt"}, "strategy 'upsrt' is not one of"),
+        ({"key_columns": []}, "unique_key is missing or empty"),
+        ({"key_columns": ["id", "ID"]}, "names a column twice"),
+        ({"key_columns": "nope"}, "unique_key column 'nope' is not in the source"),
+        ({"dedup_order_by": "v"}, "dedup_order_by is set but strategy is 'upsert'"),
+        (
+            {"strategy": "deduplicate", "dedup_order_by": "nope desc"},
+            "dedup_order_by 'nope desc' does not name a column",
+        ),
+        ({"merge_update_columns": ["nope"]}, "merge_update_columns names column 'nope'"),
+        ({"compression": "lzma"}, "compression 'lzma' is not one of"),
+        ({"rows_per_file": 0}, "rows_per_file must be a positive integer"),
+        ({"max_delete_fraction": 1.5}, "max_delete_fraction 1.5 is not a number from 0 to 1"),
+        ({"partition_by": "v"}, "partition_by ['v'] differs from the dataset's partition"),
+    ],
+)
+def test_bad_config_is_refused_before_anything_is_written(five_files, kwargs, message):
+    before = fingerprint(five_files)
+    args = {"key_columns": "id", **kwargs}
+    with pytest.raises(ParquetMergeError) as err:
+        merge_parquet_dataset(table([1], ["x"]), five_files, **args)
+    assert message in str(err.value)
+    assert str(err.value).startswith(f"dbt_merge: dataset '{five_files}': ")
+    assert fingerprint(five_files) == before
+
+
+def test_bad_source_rows_are_refused(five_files):
+    before = fingerprint(five_files)
+    cases = [
+        (
+            table([1, None], ["a", "b"]),
+            {},
+            "unique_key column 'id' is NULL in 1 row(s) of the source",
+        ),
+        (table([1, 1], ["a", "b"]), {}, "occur more than once in the source, e.g. (id) = (1)"),
+        (
+            table([1, 1], ["a", "b"], seq=pa.array([1, 1])),
+            {"strategy": "deduplicate", "dedup_order_by": "seq"},
+            "tie on dedup_order_by",
+        ),
+        (
+            pa.table({"id": pa.array(["1"]), "v": pa.array(["a"])}),
+            {},
+            "unique_key column 'id' has type VARCHAR in the source but BIGINT",
+        ),
+        (
+            pa.table({"id": pa.array([1]), "v": pa.array([1.5])}),
+            {"strategy": "upsert"},
+            None,  # a double into a VARCHAR column is cast, not refused
+        ),
+        (
+            pa.table({"id": pa.array([1]), "v": pa.array(["x"]), "w": pa.array(["y"])}),
+            {},
+            None,  # an extra column is ignored
+        ),
+    ]
+    for source, kwargs, message in cases:
+        if message is None:
+            merge_parquet_dataset(source, five_files, "id", **kwargs)
+            before = fingerprint(five_files)
+            continue
+        with pytest.raises(ParquetMergeError) as err:
+            merge_parquet_dataset(source, five_files, "id", **kwargs)
+        assert message in str(err.value), str(err.value)
+        assert fingerprint(five_files) == before
+
+
+def test_a_value_the_dataset_cannot_store_is_refused(tmp_path):
+    root = tmp_path / "ds"
+    merge_parquet_dataset(pa.table({"id": [1], "n": pa.array([1], pa.int8())}), root, "id")
+    before = fingerprint(root)
+    with pytest.raises(ParquetMergeError, match="column 'n' has 1 value.* cannot be stored in the"):
+        merge_parquet_dataset(pa.table({"id": [1], "n": [1000]}), root, "id")
+    assert fingerprint(root) == before
+
+
+def test_deduplicate_keeps_the_first_row_per_key(tmp_path):
+    root = tmp_path / "ds"
+    src = table([1, 1, 2], ["old", "new", "x"], seq=pa.array([1, 2, 1]))
+    merge_parquet_dataset(src, root, "id", strategy="deduplicate", dedup_order_by=["seq desc"])
+    assert rows(root) == [(1, "new", 2), (2, "x", 1)]
+
+
+def test_hive_partitions_prune_and_swap_one_partition(tmp_path):
+    root = tmp_path / "ds"
+    src = pa.table(
+        {"region": ["eu", "eu", "us", "us", "ap"], "id": [1, 2, 1, 2, 1], "v": list("abcde")}
+    )
+    merge_parquet_dataset(src, root, ["region", "id"], partition_by="region")
+    assert sorted(p.name for p in root.iterdir()) == ["region=ap", "region=eu", "region=us"]
+    root_inode = root.stat().st_ino
+    others = {p: fingerprint(root / p) for p in ("region=ap", "region=us")}
+    others_inodes = {p: (root / p).stat().st_ino for p in others}
+    report = run_merge(pa.table({"region": ["eu"], "id": [2], "v": ["B"]}), root, ["region", "id"])
+    assert report.stats["updated"] == 1 and report.files_scanned == 1
+    # only region=eu was rebuilt and swapped: the root and the other partitions are untouched
+    assert root.stat().st_ino == root_inode
+    assert {p: fingerprint(root / p) for p in others} == others
+    assert {p: (root / p).stat().st_ino for p in others} == others_inodes
+    assert (2, "B", "eu") in rows(root, {"region": "VARCHAR"})
+    # a new partition is created by one rename
+    merge_parquet_dataset(
+        pa.table({"region": ["sa"], "id": [1], "v": ["s"]}), root, ["region", "id"]
+    )
+    assert (root / "region=sa").is_dir() and root.stat().st_ino == root_inode
+
+
+def test_an_update_can_move_a_row_to_another_partition(tmp_path):
+    root = tmp_path / "ds"
+    src = pa.table({"id": [1, 2, 3], "day": ["d1", "d1", "d2"]})
+    merge_parquet_dataset(src, root, "id", partition_by="day")
+    stats = merge_parquet_dataset(pa.table({"id": [1], "day": ["d2"]}), root, "id")
+    assert stats["updated"] == 1
+    _, got = read_dataset(root, {"day": "VARCHAR"})
+    assert sorted((r["id"], r["day"]) for r in got) == [(1, "d2"), (2, "d1"), (3, "d2")]
+
+
+def test_sources_other_than_an_arrow_table(tmp_path):
+    root = tmp_path / "ds"
+    base = table([1, 2], ["a", "b"])
+    reader = pa.RecordBatchReader.from_batches(base.schema, base.to_batches())
+    assert merge_parquet_dataset(reader, root, "id")["inserted"] == 2
+    folder = tmp_path / "src"
+    folder.mkdir()
+    pq.write_table(table([3], ["c"]), folder / "a.parquet")
+    pq.write_table(table([4], ["d"]), folder / "b.parquet")
+    assert merge_parquet_dataset(folder, root, "id")["inserted"] == 2
+    assert merge_parquet_dataset(str(folder / "*.parquet"), root, "id")["unchanged"] == 2
+    con = duckdb.connect()
+    relation = con.sql("select 5::bigint as id, 'e' as v")
+    stats = merge_parquet_dataset(relation, root, "id", connection=con)
+    assert stats["inserted"] == 1 and stats["total"] == 5
+    # the caller's connection is left without the merge's temporary objects
+    assert con.execute("select count(*) from duckdb_tables() where temporary").fetchone() == (0,)
+    views = "select count(*) from duckdb_views() where temporary and not internal"
+    assert con.execute(views).fetchone() == (0,)
+
+
+def test_concurrent_merges_are_serialized(five_files):
+    errors = []
+
+    def merge(ids, value):
+        try:
+            merge_parquet_dataset(table(ids, [value] * len(ids)), five_files, "id")
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [
+        threading.Thread(target=merge, args=(list(range(i * 10, i * 10 + 30)), f"w{i}"))
+        for i in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    got = dict(rows(five_files))
+    assert len(got) == 100 and sum(1 for v in got.values() if v.startswith("w")) == 60
+
+
+def test_other_files_in_the_folder_are_kept(five_files):
+    (five_files / "_SUCCESS").write_text("")
+    (five_files / "notes").mkdir()
+    (five_files / "notes" / "readme.txt").write_text("keep me")
+    merge_parquet_dataset(table([1, 2], ["x", "y"]), five_files, "id")  # swaps the root
+    assert (five_files / "_SUCCESS").exists()
+    assert (five_files / "notes" / "readme.txt").read_text() == "keep me"
+
+
+def test_a_pandas_source(tmp_path):
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"id": [1, 2], "v": ["a", "b"]})
+    stats = merge_parquet_dataset(frame, tmp_path / "ds", "id")
+    assert stats["inserted"] == 2 and rows(tmp_path / "ds") == [(1, "a"), (2, "b")]
+
+
+def test_full_refresh_replaces_the_dataset(five_files):
+    stats = merge_parquet_dataset(table([7], ["only"]), five_files, "id", full_refresh=True)
+    assert stats == {"inserted": 1, "updated": 0, "deleted": 0, "unchanged": 0, "total": 1}
+    assert rows(five_files) == [(7, "only")] and len(fingerprint(five_files)) == 1
+
+
+def test_refuses_a_file_system_path_that_is_a_file(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ParquetMergeError, match="is not a folder"):
+        merge_parquet_dataset(table([1], ["a"]), tmp_path / "f", "id")
+
+
+def test_refuses_an_object_store_path(tmp_path):
+    with pytest.raises(ParquetMergeError, match="must be a local folder: object stores"):
+        merge_parquet_dataset(table([1], ["a"]), "s3://bucket/ds", "id")
+
+
+def test_a_column_like_folder_above_the_dataset_is_not_a_column(tmp_path):
+    """DuckDB's hive parsing takes every `k=v` folder of a path for a column: the merge reads
+    partition values from the folders below the dataset's root only."""
+    root = tmp_path / "env=prod" / "ds"
+    merge_parquet_dataset(pa.table({"id": [1, 2], "p": ["a", "b"]}), root, "id", partition_by="p")
+    report = run_merge(pa.table({"id": [1, 3], "p": ["z", "b"]}), root, "id")
+    assert report.columns == ["id", "p"] and report.stats["updated"] == 1
+    for path in root.rglob("*.parquet"):
+        assert pq.read_schema(path).names == ["id"], path
+    con = duckdb.connect()
+    view = sql.read_dataset(report.root, report.hive_types, report.columns)
+    assert sorted(con.execute(f"select * from {view}").fetchall()) == [(1, "z"), (2, "b"), (3, "b")]
+
+
+def test_refuses_a_root_with_glob_characters(tmp_path):
+    merge_parquet_dataset(table([1], ["a"]), tmp_path / "d[1]", "id")  # a first build works
+    with pytest.raises(ParquetMergeError, match="has a glob character"):
+        merge_parquet_dataset(table([1], ["b"]), tmp_path / "d[1]", "id")

@@ -1,0 +1,209 @@
+"""`dbt run` of merge models whose target is a Parquet dataset (config `location`), on
+dbt-duckdb, in-process: statistics in run_results, the dataset's rows, errors, full refresh,
+hive partitions, is_incremental(), and ref() of the model downstream."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import duckdb
+import pytest
+from dbt_helpers import run_dbt
+from reliability.harness import PROFILES_DIR, make_project, model_sql
+
+from .datasets import fingerprint, read_dataset
+
+SCHEMA = "pq_models"  # this module's models only
+
+
+def rows(root: Path, hive_types=None) -> list[tuple]:
+    _, got = read_dataset(root, hive_types)
+    return sorted((tuple(r.values()) for r in got), key=repr)
+
+
+@pytest.fixture
+def db():
+    con = duckdb.connect(os.environ["DBT_MERGE_DUCKDB_PATH"])
+    con.execute("create schema if not exists pq_src")
+    yield con
+    con.close()
+
+
+def source(db, name: str, rows_sql: str) -> str:
+    db.execute(f"create or replace table pq_src.{name} as {rows_sql}")
+    return f"pq_src.{name}"
+
+
+def project(tmp_path: Path, models: dict[str, str]) -> Path:
+    return make_project(tmp_path / "proj", "parquet_models", models)
+
+
+def test_merge_into_a_parquet_dataset(tmp_path, db):
+    ds = tmp_path / "customers"
+    src = source(db, "customers", "select range as id, 'c' || range as name from range(5)")
+    cfg = {"strategy": "upsert", "unique_key": "id", "location": str(ds), "schema": SCHEMA}
+    proj = project(
+        tmp_path,
+        {
+            "customers": model_sql(cfg, f"select * from {src}"),
+            "downstream": "{{ config(materialized='table', schema='" + SCHEMA + "') }}\n"
+            "select count(*) as n from {{ ref('customers') }}",
+        },
+    )
+    first = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert first.success, first.results
+    assert first.stats("customers") == {
+        "inserted": 5,
+        "updated": 0,
+        "deleted": 0,
+        "unchanged": 0,
+        "total": 5,
+    }
+    assert rows(ds) == [(i, f"c{i}") for i in range(5)]
+    db.execute(f"update {src} set name = 'new' where id = 1")
+    db.execute(f"insert into {src} values (7, 'c7')")
+    second = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert second.stats("customers") == {
+        "inserted": 1,
+        "updated": 1,
+        "deleted": 0,
+        "unchanged": 4,
+        "total": 6,
+    }
+    assert (1, "new") in rows(ds) and (7, "c7") in rows(ds)
+    # run_results.json carries the statistics as the model's adapter_response
+    results = json.loads((proj / "target" / "run_results.json").read_text())
+    response = next(r for r in results["results"] if r["unique_id"].endswith(".customers"))
+    assert response["adapter_response"]["_message"].startswith("MERGE upsert: 1 inserted")
+    assert response["adapter_response"]["rows_affected"] == 2
+    # the model is a view over the dataset: ref() reads the merged rows
+    assert db.execute(f"select n from {SCHEMA}.downstream").fetchone() == (6,)
+
+
+def test_errors_leave_the_dataset_unchanged(tmp_path, db):
+    ds = tmp_path / "orders"
+    src = source(db, "orders", "select range as id, range * 2 as amount from range(4)")
+    cfg = {"strategy": "full_merge", "unique_key": "id", "location": str(ds), "schema": SCHEMA}
+    proj = project(tmp_path, {"orders": model_sql(cfg, f"select * from {src}")})
+    assert run_dbt(["run"], proj, "duckdb", PROFILES_DIR).success
+    before = fingerprint(ds)
+    db.execute(f"insert into {src} values (1, 99)")  # a duplicate key
+    run = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    message = run.error("orders")
+    assert "dbt_merge: model 'orders':" in message
+    assert "occur more than once in the model's SELECT, e.g. (id) = (1)" in message
+    assert fingerprint(ds) == before
+    db.execute(f"delete from {src} where amount = 99 or id > 0")  # would delete 3 of 4 rows
+    run = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert "max_delete_fraction" in run.error("orders")
+    assert fingerprint(ds) == before
+    # the guard can be lifted per model
+    cfg["max_delete_fraction"] = 1
+    proj = project(tmp_path, {"orders": model_sql(cfg, f"select * from {src}")})
+    run = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert run.stats("orders")["deleted"] == 3 and rows(ds) == [(0, 0)]
+
+
+def test_partitions_full_refresh_and_is_incremental(tmp_path, db):
+    ds = tmp_path / "events"
+    src = source(
+        db,
+        "events",
+        "select range as id, ['eu', 'us'][1 + range % 2] as region, range as seq from range(6)",
+    )
+    body = (
+        f"select * from {src}\n{{% if dbt_merge.is_incremental() %}} where seq >= 4 {{% endif %}}"
+    )
+    cfg = {
+        "strategy": "upsert",
+        "unique_key": ["region", "id"],
+        "location": str(ds),
+        "partition_by": "region",
+        "schema": SCHEMA,
+    }
+    # the same as external models spell it (options), with a codec and a file size
+    ds_opts = tmp_path / "events_opts"
+    cfg_opts = {
+        "strategy": "upsert",
+        "unique_key": ["region", "id"],
+        "location": str(ds_opts),
+        "options": {"partition_by": "region"},
+        "compression": "snappy",
+        "rows_per_file": 2,
+        "schema": SCHEMA,
+    }
+    proj = project(
+        tmp_path,
+        {
+            "events": model_sql(cfg, body),
+            "events_opts": model_sql(cfg_opts, f"select * from {src}"),
+        },
+    )
+    first = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert first.stats("events")["inserted"] == 6 and first.stats("events_opts")["inserted"] == 6
+    assert sorted(p.name for p in ds.iterdir()) == ["region=eu", "region=us"]
+    assert sorted(p.name for p in ds_opts.iterdir()) == ["region=eu", "region=us"]
+    opts_files = sorted(ds_opts.rglob("*.parquet"))
+    assert len(opts_files) == 4  # 3 rows per region, at most 2 per file
+    codecs = db.execute(
+        "select distinct compression from parquet_metadata(?)", [[str(f) for f in opts_files]]
+    ).fetchall()
+    assert codecs == [("SNAPPY",)]
+    db.execute(f"update {src} set seq = seq + 10")
+    # incremental: the model's filter keeps seq >= 4 (all rows now), and upserts them
+    second = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert second.stats("events")["updated"] == 6
+    # --full-refresh rebuilds from the whole SELECT (is_incremental() is false)
+    db.execute(f"delete from {src} where id > 2")
+    third = run_dbt(["run", "--full-refresh"], proj, "duckdb", PROFILES_DIR)
+    assert third.stats("events") == {
+        "inserted": 3,
+        "updated": 0,
+        "deleted": 0,
+        "unchanged": 0,
+        "total": 3,
+    }
+    types = {"region": "VARCHAR"}
+    assert rows(ds, types) == [(0, 10, "eu"), (1, 11, "us"), (2, 12, "eu")]
+
+
+def test_configs_a_parquet_dataset_does_not_take_are_refused(tmp_path, db):
+    src = source(db, "refused", "select range as id from range(2)")
+    base = {"unique_key": "id", "schema": SCHEMA}
+    models = {
+        "with_predicates": model_sql(
+            {**base, "location": str(tmp_path / "a"), "incremental_predicates": ["id > 0"]},
+            f"select * from {src}",
+        ),
+        "with_schema_change": model_sql(
+            {**base, "location": str(tmp_path / "b"), "on_schema_change": "append_new_columns"},
+            f"select * from {src}",
+        ),
+    }
+    run = run_dbt(["run"], project(tmp_path, models), "duckdb", PROFILES_DIR)
+    assert "incremental_predicates is not supported" in run.error("with_predicates")
+    assert "on_schema_change 'append_new_columns' is not supported" in run.error(
+        "with_schema_change"
+    )
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_empty_and_sample_runs_leave_the_dataset_alone(tmp_path, db):
+    ds = tmp_path / "kept"
+    src = source(db, "kept", "select range as id, range as v from range(3)")
+    cfg = {
+        "strategy": "full_merge",
+        "unique_key": "id",
+        "location": str(ds),
+        "schema": SCHEMA,
+        "max_delete_fraction": 1,
+    }
+    proj = project(tmp_path, {"kept": model_sql(cfg, f"select * from {src}")})
+    assert run_dbt(["run"], proj, "duckdb", PROFILES_DIR).stats("kept")["inserted"] == 3
+    before = fingerprint(ds)
+    run = run_dbt(["run", "--empty"], proj, "duckdb", PROFILES_DIR)
+    message = run.result("kept").adapter_response["_message"]
+    assert message == "MERGE full_merge: skipped (--empty): the target was not changed"
+    assert fingerprint(ds) == before and rows(ds) == [(0, 0), (1, 1), (2, 2)]

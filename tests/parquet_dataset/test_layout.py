@@ -1,0 +1,79 @@
+"""The pure planning of where a merge's files go and which folder it swaps (no I/O)."""
+
+from __future__ import annotations
+
+import pytest
+from dbt_merge.parquet import ParquetMergeError
+from dbt_merge.parquet.layout import common_dir, partition_columns, partition_values, plan_swap
+
+
+def test_partition_columns():
+    assert partition_columns([], "/d") == []
+    assert partition_columns(["a.parquet", "b.parquet"], "/d") == []
+    files = [
+        "p=1/q=a/x.parquet",
+        "p=2/q=%2F/y.parquet",
+        "p=/q=__HIVE_DEFAULT_PARTITION__/z.parquet",
+    ]
+    assert partition_columns(files, "/d") == ["p", "q"]
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        ["a.parquet", "p=1/b.parquet"],  # flat and partitioned
+        ["p=1/a.parquet", "q=1/b.parquet"],  # two partition columns
+        ["p=1/a.parquet", "p=1/q=2/b.parquet"],  # two depths
+        ["data/a.parquet"],  # a folder that is not column=value
+    ],
+)
+def test_partition_columns_refuses_mixed_layouts(files):
+    with pytest.raises(ParquetMergeError, match="not laid out as one dataset"):
+        partition_columns(files, "/d")
+
+
+def test_partition_values_are_decoded_as_duckdb_reads_them():
+    path = "p=a%2Fb/q=__HIVE_DEFAULT_PARTITION__/r=/s=x%zz+y/f.parquet"
+    assert partition_values(path, ["p", "q", "r", "s"]) == ("a/b", None, "", "x%zz+y")
+    assert partition_values("f.parquet", []) == ()
+
+
+def test_common_dir():
+    assert common_dir(["a.parquet"]) == ""
+    assert common_dir(["p=1/a.parquet", "p=1/b.parquet"]) == "p=1"
+    assert common_dir(["p=1/q=1/a.parquet", "p=1/q=2/b.parquet"]) == "p=1"
+    assert common_dir(["p=1/a.parquet", "p=2/b.parquet"]) == ""
+    # a common prefix of names is not a common folder
+    assert common_dir(["p=1/a.parquet", "p=10/b.parquet"]) == ""
+
+
+def test_plan_swap():
+    existing = {"", "p=1", "p=2"}
+
+    def exists(d: str) -> bool:
+        return d in existing
+
+    assert plan_swap([], [], exists).mode == "none"
+    one = plan_swap(["p=1/old.parquet"], ["p=1/new.parquet"], exists)
+    assert (one.mode, one.directory) == ("exchange", "p=1")
+    two = plan_swap(["p=1/old.parquet"], ["p=2/new.parquet"], exists)
+    assert (two.mode, two.directory) == ("exchange", "")
+    # only new files in a new partition: create it
+    new = plan_swap([], ["p=3/a.parquet", "p=3/b.parquet"], exists)
+    assert (new.mode, new.directory) == ("create", "p=3")
+    deep = plan_swap([], ["p=3/q=1/a.parquet", "p=3/q=2/b.parquet"], exists)
+    assert (deep.mode, deep.directory) == ("create", "p=3")
+    # a new dataset
+    first = plan_swap([], ["a.parquet"], lambda d: False)
+    assert (first.mode, first.directory) == ("create", "")
+
+
+@pytest.mark.parametrize("path", ["/etc/x.parquet", "../x.parquet", "a/../../x", "a//b", "./a"])
+def test_publish_refuses_a_path_outside_the_dataset(tmp_path, path):
+    from dbt_merge.parquet.commit import publish, transaction
+    from dbt_merge.parquet.layout import SwapPlan
+
+    with transaction(tmp_path / "ds") as tx:
+        with pytest.raises(ValueError, match="not a path inside the dataset"):
+            publish(tx, SwapPlan("create", "", frozenset(), (path,)))
+    assert not (tmp_path / "ds").exists()
