@@ -1,12 +1,18 @@
-"""Shared fixtures: one Spark session and one DuckDB file per test process.
+"""Shared fixtures: one Spark session and one DuckDB file per test process, and for the tests
+marked `thrift` one standalone Spark cluster with a Thrift server.
 
 The Spark session (and its embedded Derby metastore) is process-global, so every test that
-touches Spark shares the state folder chosen here, before any session exists.
+touches Spark shares the state folder chosen here, before any session exists. The cluster has
+its own metastore and warehouse in another folder.
 """
 
 from __future__ import annotations
 
+import atexit
+import importlib.util
 import os
+import signal
+import sys
 import tempfile
 from pathlib import Path
 
@@ -41,3 +47,58 @@ def spark():
     session = get_spark_session(conf)
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Stop Spark, whoever started it (the fixture, or dbt-spark's session method), before the
+    interpreter exits. Left running, py4j's gateway threads are still alive when Python
+    finalizes, and the duckdb binding then reports its objects as leaked (nanobind's "leaked
+    instance" lines, about a hundred of them, at the end of every run that used both engines)."""
+    if "pyspark" not in sys.modules:
+        return
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
+    if SparkContext._gateway is not None:
+        SparkContext._gateway.shutdown()
+        SparkContext._gateway = SparkContext._jvm = None
+
+
+def _spark_cluster_module():
+    path = ROOT / "scripts" / "spark_cluster.py"
+    spec = importlib.util.spec_from_file_location("spark_cluster", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def thrift(request) -> int:
+    """The port of a Thrift server in front of a standalone Spark cluster (master, worker,
+    executors in their own JVMs; scripts/spark_cluster.py), started once for the session's
+    thrift tests and stopped when they end, also on failure or Ctrl-C (finalizer and atexit).
+    The integration profile's `spark_thrift` target finds it through DBT_MERGE_THRIFT_PORT.
+
+    With DBT_MERGE_THRIFT_PORT already set, the tests use the server found there (e.g. one
+    started by hand with `python scripts/spark_cluster.py start`) and leave it running.
+    """
+    if os.environ.get("DBT_MERGE_THRIFT_PORT"):
+        return int(os.environ["DBT_MERGE_THRIFT_PORT"])
+    cluster_module = _spark_cluster_module()
+    state = _STATE / "spark_cluster"
+
+    def stop() -> None:
+        cluster_module.stop(state)
+
+    # A SIGTERM (e.g. a CI timeout) would end the process without running atexit.
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    atexit.register(stop)
+    request.addfinalizer(stop)
+    cluster = cluster_module.start(state)
+    print(f"\nthrift server on port {cluster.thrift_port}: cluster started in "
+          f"{cluster.started_seconds} s ({state})", file=sys.stderr)
+    os.environ["DBT_MERGE_THRIFT_PORT"] = str(cluster.thrift_port)
+    return cluster.thrift_port
