@@ -1,33 +1,52 @@
 {#-
   materialized='merge': the model's SELECT is the source, the existing table the target.
-  Phases: config -> stage and check the SELECT (nothing written yet) -> build or merge ->
-  statistics -> grants/docs/hooks -> commit. The SQL of each phase lives in its own macro.
+  Phases: config -> stage and check the SELECT (nothing written yet) -> plan the schema change
+  -> build, or classify, count and check the counts -> write -> statistics -> grants/docs/hooks
+  -> commit. The SQL of each phase lives in its own macro.
 -#}
 {% materialization merge, default -%}
+
+  {#-- a Parquet dataset (config location, dbt-duckdb): merged by the package's Python side.
+       statement(language='python') must be called here, in the materialization itself. --#}
+  {%- if config.get('location') is not none -%}
+    {%- set job = dbt_merge.parquet_dataset_job() -%}
+    {%- call statement('dbt_merge_parquet', language='python') -%}{{ job.code }}{%- endcall -%}
+    {{ return(dbt_merge.parquet_dataset_finish(job)) }}
+  {%- endif %}
 
   {#-- config: fails before any SQL runs --#}
   {%- set cfg = dbt_merge.validate_merge_config() -%}
   {%- set existing = load_cached_relation(this) -%}
   {%- set target = this.incorporate(type='table') -%}
   {%- set rebuild = existing is none or existing.is_view or should_full_refresh() -%}
-  {%- set relations = {
-        'target': target,
-        'stage': make_temp_relation(target, '__dbt_merge_src'),
-        'deduped': make_temp_relation(target, '__dbt_merge_dedup') if cfg.actions.dedupe else none,
-        'changes': make_temp_relation(target, '__dbt_merge_chg'),
-      } -%}
+  {%- set relations = dbt_merge.work_relations(target, cfg) -%}
   {%- set grant_config = config.get('grants') -%}
+  {%- set started_at = modules.datetime.datetime.utcnow() -%}
 
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
 
-  {#-- stage the SELECT once and check it: keys present, not NULL, unique (or deduplicable) --#}
+  {#-- stage the SELECT once; its columns must match an enforced contract on every run --#}
   {% do dbt_merge.create_work_relation(relations.stage, sql) %}
   {% set source_columns = adapter.get_columns_in_relation(relations.stage) %}
-  {% set source_names = source_columns | map(attribute='name') | list %}
-  {% set target_columns = none if rebuild else adapter.get_columns_in_relation(existing) %}
-  {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_names,
-                  none if rebuild else target_columns | map(attribute='name') | list) %}
+  {% if (config.get('contract') or {}).enforced %}
+    {% do get_assert_columns_equivalent('select * from ' ~ relations.stage) %}
+  {% endif %}
+
+  {#-- plan: the schema change (made only just before the write) and the columns to compare --#}
+  {% set schema = none %}
+  {% if not rebuild %}
+    {% set schema = dbt_merge.plan_schema_changes(cfg.on_schema_change, target, source_columns,
+                      adapter.get_columns_in_relation(existing)) %}
+  {% endif %}
+  {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_columns, schema) %}
+  {% do dbt_merge.check_column_types(plan) %}
+  {% if plan.stage != plan.raw_stage %}
+    {#-- keys and values as the target will store and compare them; soft-delete columns added --#}
+    {% do dbt_merge.create_work_relation(plan.stage, dbt_merge.converted_source_sql(plan), materialize=false) %}
+  {% endif %}
+
+  {#-- check the SELECT: keys present, not NULL, unique (or deduplicable), storable --#}
   {% if plan.deduped %}
     {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan)) %}
   {% endif %}
@@ -38,22 +57,37 @@
   {% endif %}
 
   {#-- [relation, materialized] pairs to drop at the end --#}
-  {% set work_relations = [[plan.deduped, true], [plan.stage, true]] %}
-  {% if rebuild %}
+  {% set work_relations = [[plan.deduped, true], [plan.stage if plan.stage != plan.raw_stage else none, false],
+                            [plan.raw_stage, true]] %}
+  {% set skipped = dbt_merge.shrinking_run_mode() if not rebuild else none %}
+  {% if cfg.dry_run and rebuild %}
+    {#-- dry run of a first build or full refresh: the rows it would load --#}
+    {% set total = dbt_merge.count_rows('(' ~ dbt_merge.rebuild_rows_sql(plan) ~ ') as dbt_merge_rebuild') %}
+    {% set stats = {'inserted': total, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': total, 'dry_run': true} %}
+  {% elif rebuild %}
     {% do dbt_merge.rebuild_target(plan, existing) %}
     {% set total = dbt_merge.count_rows(target) %}
     {% set stats = {'inserted': total, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': total} %}
+  {% elif skipped %}
+    {#-- --empty / --sample shrink the SELECT: merging it would delete or miss rows for no reason --#}
+    {% set stats = {'skipped': skipped} %}
   {% else %}
-    {% do dbt_merge.check_key_types(plan, source_columns, target_columns, cfg.on_schema_change) %}
-    {% set target_names = dbt_merge.sync_target_schema(cfg.on_schema_change, target, source_columns, target_columns) %}
-    {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_names, target_names) %}
     {% set keep_changes = dbt_merge.materialize_changes(plan) %}
     {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan), materialize=keep_changes) %}
     {% do work_relations.insert(0, [plan.changes, keep_changes]) %}
     {% set stats = dbt_merge.count_changes(plan) %}
-    {% do dbt_merge.apply_changes(plan, stats) %}
+    {% do dbt_merge.check_merge_counts(plan, stats) %}
+    {% if cfg.dry_run %}
+      {% do stats.update({'dry_run': true}) %}
+    {% else %}
+      {% do dbt_merge.apply_schema_changes(target, plan.schema) %}
+      {% do dbt_merge.apply_changes(plan, stats) %}
+    {% endif %}
   {% endif %}
   {% do dbt_merge.drop_work_relations(work_relations) %}
+  {% if cfg.history_table and not stats.dry_run and not stats.skipped %}
+    {% do dbt_merge.record_merge_history(cfg.history_table, target, plan.strategy, stats, started_at) %}
+  {% endif %}
   {% do dbt_merge.report_merge_stats(plan.strategy, stats) %}
 
   {% do apply_grants(target, grant_config, should_revoke=should_revoke(existing, rebuild)) %}

@@ -5,8 +5,28 @@
     source_names: column names of the staged SELECT
     target_names: column names of the existing table, or none when the table is (re)built
 -#}
-{% macro build_merge_plan(cfg, relations, source_names, target_names) %}
-  {% set target_names = source_names if target_names is none else target_names %}
+{#-
+  Turn the checked config plus the columns the data really has into the plan every engine
+  renders. Raises, naming the column, when a configured column does not exist.
+
+    source_columns: dbt Columns of the staged SELECT
+    schema:         plan_schema_changes() for an existing table, or none when it is (re)built
+-#}
+{% macro build_merge_plan(cfg, relations, source_columns, schema) %}
+  {#- soft_delete_column (and its timestamp) the SELECT lacks: added to it as live (false, NULL) -#}
+  {% set extras = dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list) %}
+  {% set source_columns = source_columns + extras | map(attribute='column') | list %}
+  {% set source_names = source_columns | map(attribute='name') | list %}
+  {% set target_names = source_names if schema is none else schema.names %}
+  {% if cfg.soft_delete and schema is not none %}
+    {% for col in [cfg.soft_delete.column, cfg.soft_delete.timestamp_column] if col %}
+      {% if dbt_merge._find_column(col, target_names) is none %}
+        {{ dbt_merge.raise_merge_error("soft_delete column '" ~ col ~ "' is not a column of the target " ~ relations.target
+            ~ ". Add it with on_schema_change='append_new_columns', or rebuild the table with --full-refresh. "
+            ~ "The target was not changed.") }}
+      {% endif %}
+    {% endfor %}
+  {% endif %}
 
   {% set key_columns = [] %}
   {% for key in cfg.unique_key %}
@@ -29,8 +49,8 @@
     {% do order_by.append(dbt_merge._parse_order_term(term, source_names, key_lower)) %}
   {% endfor %}
 
-  {#- Columns a matched row may change: target columns the SELECT has, minus the keys, narrowed
-      by merge_update_columns / merge_exclude_columns. -#}
+  {#- Columns a matched row may change: target columns the SELECT has (after on_schema_change),
+      minus the keys, narrowed by merge_update_columns / merge_exclude_columns. -#}
   {% set updatable = [] %}
   {% for col in target_names %}
     {% if col | lower not in key_lower and dbt_merge._find_column(col, source_names) is not none %}
@@ -47,12 +67,37 @@
     {% endif %}
     {% do chosen_lower.append(col | lower) %}
   {% endfor %}
+  {#- the soft-delete columns are always updated: a row whose key comes back is live again -#}
+  {% set soft_lower = [cfg.soft_delete.column | lower, (cfg.soft_delete.timestamp_column or '') | lower]
+                      if cfg.soft_delete else [] %}
   {% set update_columns = [] %}
   {% for col in updatable %}
     {% if (cfg.update_columns is not none and col | lower in chosen_lower)
-          or (cfg.update_columns is none and col | lower not in chosen_lower) %}
+          or (cfg.update_columns is none and col | lower not in chosen_lower)
+          or col | lower in soft_lower %}
       {% do update_columns.append(col) %}
     {% endif %}
+  {% endfor %}
+
+  {#- the columns whose difference marks a matched row as changed -#}
+  {% set check_columns = [] %}
+  {% if cfg.check_columns is not none %}
+    {% for col in cfg.check_columns %}
+      {% set found = dbt_merge._find_column(col, updatable) %}
+      {% if found is none %}
+        {{ dbt_merge.raise_merge_error("merge_check_columns names column '" ~ col ~ "', which is not a non-key column "
+            ~ "of both the SELECT and the target (those are: " ~ updatable | join(', ') ~ "). Fix merge_check_columns.") }}
+      {% endif %}
+      {% do check_columns.append(found) %}
+    {% endfor %}
+    {% for col in updatable if col | lower in soft_lower and col not in check_columns %}
+      {% do check_columns.append(col) %}
+    {% endfor %}
+  {% else %}
+    {% set check_columns = update_columns %}
+  {% endif %}
+  {% for option in ['update_condition', 'delete_condition'] if cfg[option] %}
+    {% do dbt_merge._check_condition_columns(option, cfg[option], source_names, target_names) %}
   {% endfor %}
 
   {% set actions = cfg.actions %}
@@ -63,22 +108,84 @@
   {% set writes_source_rows = actions.matched != 'update' or update_columns | length == non_key_count %}
   {% set join_type = 'full outer' if actions.target_only == 'delete'
                      else ('inner' if actions.source_only == 'skip' else 'left outer') %}
+  {% set all_names = source_names + (schema.target_columns | map(attribute='name') | list if schema else []) %}
+  {% set conversions = dbt_merge.source_conversions(source_columns, schema) if schema else [] %}
   {{ return({
     'strategy': cfg.strategy,
     'actions': actions,
     'join_type': join_type,
     'key_columns': key_columns,
     'source_names': source_names,
+    'source_columns': source_columns,
     'target_names': target_names,
     'update_columns': update_columns if actions.matched == 'update' else [],
+    'check_columns': check_columns if actions.matched == 'update' else [],
+    'detect_unchanged': cfg.detect_unchanged,
+    'update_condition': cfg.update_condition,
+    'delete_condition': cfg.delete_condition,
+    'soft_delete': cfg.soft_delete,
+    'extras': extras,
     'writes_source_rows': writes_source_rows,
     'order_by': order_by,
     'predicates': cfg.predicates,
+    'max_delete_fraction': cfg.max_delete_fraction,
+    'key_outside_predicates': cfg.key_outside_predicates,
     'target': relations.target,
-    'stage': relations.stage,
+    'raw_stage': relations.stage,
+    'stage': relations.converted if conversions or extras else relations.stage,
+    'conversions': conversions,
     'deduped': relations.deduped,
     'changes': relations.changes,
+    'schema': schema,
+    'names': dbt_merge.work_names(all_names),
   }) }}
+{% endmacro %}
+
+
+{#- Names the package gives its own work columns, chosen so that none equals (ignoring case) a
+    column of the model: a user may name a column anything, including 'dbt_merge_action'. -#}
+{% macro work_names(column_names) %}
+  {% set taken = column_names | map('lower') | list %}
+  {% set names = {} %}
+  {% for role in ['action', 'row', 'rows', 'variants'] %}
+    {% set base = 'dbt_merge_' ~ role %}
+    {% set ns = namespace(name=base, n=0) %}
+    {% for _ in range(column_names | length + 1) %}
+      {% if ns.name | lower in taken %}
+        {% set ns.n = ns.n + 1 %}
+        {% set ns.name = base ~ '_' ~ ns.n %}
+      {% endif %}
+    {% endfor %}
+    {% do names.update({role: ns.name}) %}
+  {% endfor %}
+  {{ return(names) }}
+{% endmacro %}
+
+
+{#- Source columns whose values must be converted to the target's type (and collation) to be
+    judged as the target will store and compare them: a list of {column, sql} where sql reads
+    the column of the staged SELECT (unqualified) as the target stores it. Columns the schema
+    change retypes to the SELECT's type, or adds, need none. -#}
+{% macro source_conversions(source_columns, schema) %}
+  {% set conversions = [] %}
+  {% set retyped = schema.retyped | map(attribute='column') | map(attribute='name') | map('lower') | list %}
+  {% set collations = schema.collations or {} %}
+  {% for col in source_columns %}
+    {% set match = schema.target_columns | selectattr('name', 'equalto',
+                     dbt_merge._find_column(col.name, schema.target_columns | map(attribute='name') | list)) | list %}
+    {% if match and match[0].name | lower not in retyped %}
+      {% set source_type = col.dtype | lower | replace(' ', '') %}
+      {% set target_type = match[0].dtype | lower | replace(' ', '') %}
+      {% set collation = collations.get(match[0].name | lower) %}
+      {% if source_type != target_type or collation %}
+        {% do conversions.append({'column': col.name,
+                                  'target_type': match[0].dtype ~ (' COLLATE ' ~ collation if collation else ''),
+                                  'sql': dbt_merge.convert_to_target_sql(dbt_merge.quote_identifier(col.name),
+                                                                         match[0].dtype, collation)}) %}
+      {% endif %}
+    {% endif %}
+  {% endfor %}
+  {{ return(conversions) }}
 {% endmacro %}
 
 
@@ -102,7 +209,9 @@
     {% set last = words[-1] | lower if words else '' %}
     {% if last in ['asc', 'desc'] and words | length > 1 %}
       {% set descending = last == 'desc' %}
-      {% set column = dbt_merge._find_column(term[:term | length - last | length] | trim, source_names) %}
+      {#- only the space before asc/desc goes: a column's name may begin with a space -#}
+      {% set base = term.rstrip() %}
+      {% set column = dbt_merge._find_column(base[:base | length - last | length].rstrip(), source_names) %}
     {% endif %}
   {% endif %}
   {% if column is none %}
@@ -115,4 +224,36 @@
         ~ "same for every row of a key and cannot choose one. Order by a non-key column such as a timestamp.") }}
   {% endif %}
   {{ return({'column': column, 'descending': descending}) }}
+{% endmacro %}
+
+
+{#- [{column (a dbt Column), sql}] for the soft-delete columns the SELECT lacks. -#}
+{% macro _soft_delete_extras(cfg, source_names) %}
+  {% set extras = [] %}
+  {% if cfg.soft_delete %}
+    {% for name, data_type, value in [(cfg.soft_delete.column, 'boolean', 'false'),
+                                      (cfg.soft_delete.timestamp_column, 'timestamp', 'null')] %}
+      {% if name and dbt_merge._find_column(name, source_names) is none %}
+        {% do extras.append({'column': api.Column.create(name, data_type),
+                             'sql': 'cast(' ~ value ~ ' as ' ~ data_type ~ ')'}) %}
+      {% endif %}
+    {% endfor %}
+  {% endif %}
+  {{ return(extras) }}
+{% endmacro %}
+
+
+{#- Refuse a condition naming a column that neither side has (DBT_INTERNAL_SOURCE.<c> must be a
+    column of the SELECT, DBT_INTERNAL_DEST.<c> of the target), with the package's message
+    instead of the engine's binder error. Quoted names ("a b", `a b`) are read as written. -#}
+{% macro _check_condition_columns(option, condition, source_names, target_names) %}
+  {% for ref in dbt_merge.alias_references(condition) %}
+    {% set source_side = ref.alias == 'DBT_INTERNAL_SOURCE' %}
+    {% set names = source_names if source_side else target_names %}
+    {% if dbt_merge._find_column(ref.column, names) is none %}
+      {{ dbt_merge.raise_merge_error(option | replace('update_condition', 'merge_update_condition') ~ " names "
+          ~ ref.alias ~ "." ~ ref.column ~ ", which is not a column of the "
+          ~ ("model's SELECT" if source_side else "target") ~ " (columns: " ~ names | join(', ') ~ "). Fix the condition.") }}
+    {% endif %}
+  {% endfor %}
 {% endmacro %}

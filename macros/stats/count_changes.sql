@@ -1,71 +1,109 @@
 {#- Counts of the classified changes, before anything is written: {inserted, updated, deleted,
-    unchanged, total}. total is the target's row count after the merge: its count now (cheap
-    before any write: DuckDB answers it from metadata, 0.002 s for 10M rows against 0.04 s once
-    the transaction has changed the table) plus inserted minus deleted. -#}
+    unchanged, total}, held_back (with merge_update_condition), plus, for check_merge_counts,
+    matched_rows and matched_keys (fewer keys than rows when the target already holds a key
+    twice) and, when the strategy deletes, considered (the target rows the merge considers; with
+    soft deletes, those not soft-deleted yet). total is the target's row count after the merge:
+    its count now (cheap before any write: DuckDB answers it from metadata, 0.002 s for 10M rows
+    against 0.04 s once the transaction has changed the table) plus inserted minus the rows
+    deleted (soft-deleted rows stay in the table). -#}
 {% macro count_changes(plan) %}
   {{ return(adapter.dispatch('count_changes', 'dbt_merge')(plan)) }}
 {% endmacro %}
 
+{#- Narrow changes (plan.writes_source_rows) are counted by count_matched_keys. From the wide
+    changes: on DuckDB full_merge's target rows missing from the source are not in them (see
+    duckdb__classify_changes_sql); they are the target rows the merge considers minus the
+    matched ones (each one 'U', 'N', 'H' or 'C' row), which reads only the target's key columns
+    (an anti-join count measured 2.9 s for a 10M-row target). -#}
 {% macro default__count_changes(plan) %}
-  {% set row = dbt_merge.run_sql(
-      "select
-         coalesce(sum(case when dbt_merge_action = 'I' then 1 else 0 end), 0) as inserted,
-         coalesce(sum(case when dbt_merge_action = 'U' then 1 else 0 end), 0) as updated,
-         coalesce(sum(case when dbt_merge_action = 'D' then 1 else 0 end), 0) as deleted,
-         coalesce(sum(case when dbt_merge_action = 'N' then 1 else 0 end), 0) as unchanged,
-         (select count(*) from " ~ plan.target ~ ") as target_rows
-       from " ~ plan.changes, 'dbt_merge_count').rows[0] %}
-  {{ return(dbt_merge._with_total({'inserted': row[0] | int, 'updated': row[1] | int, 'deleted': row[2] | int,
-                                   'unchanged': row[3] | int}, row[4] | int)) }}
-{% endmacro %}
-
-{# DuckDB: full_merge's deletes are not in the changes (see duckdb__classify_changes_sql). They are
-   the target rows the merge considers minus those matched by a source row, and each matched
-   target row is one 'U' or 'N' row of the changes (source keys are unique). Counting the target
-   this way reads only its key columns; an anti-join count measured 2.9 s for a 10M-row target. #}
-{% macro duckdb__count_changes(plan) %}
   {% if plan.writes_source_rows %}
     {{ return(dbt_merge.count_matched_keys(plan)) }}
   {% endif %}
-  {% set counts = dbt_merge.default__count_changes(plan) %}
-  {% if plan.actions.target_only == 'delete' %}
-    {% set considered = dbt_merge.run_sql('select count(*) from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where '
-        ~ dbt_merge._target_rows_condition(plan, false), 'dbt_merge_count').rows[0][0] | int %}
-    {% set deleted = considered - counts.updated - counts.unchanged %}
-    {% do counts.update({'deleted': deleted, 'total': counts.total - deleted}) %}
-  {% endif %}
-  {{ return(counts) }}
-{% endmacro %}
-
-{% macro spark__count_changes(plan) %}
-  {{ return(dbt_merge.count_matched_keys(plan) if plan.writes_source_rows else dbt_merge.default__count_changes(plan)) }}
-{% endmacro %}
-
-{#- Counts from the narrow changes (classify_matched_keys_sql), in one query: 'U' and 'N' rows are
-    the matched keys; inserted are the other source rows (when the strategy inserts); deleted are
-    the target rows the merge considers that no source row matched (when it deletes). -#}
-{% macro count_matched_keys(plan) %}
-  {% set deletes = plan.actions.target_only == 'delete' %}
+  {% set action = dbt_merge.quote_identifier(plan.names.action) %}
   {% set row = dbt_merge.run_sql(
       "select
-         coalesce(sum(case when dbt_merge_action = 'U' then 1 else 0 end), 0) as updated,
-         coalesce(sum(case when dbt_merge_action = 'N' then 1 else 0 end), 0) as unchanged,
-         (select count(*) from " ~ (plan.deduped or plan.stage) ~ ") as source_rows,
+         coalesce(sum(case when " ~ action ~ " = 'I' then 1 else 0 end), 0) as inserted,
+         coalesce(sum(case when " ~ action ~ " = 'U' then 1 else 0 end), 0) as updated,
+         coalesce(sum(case when " ~ action ~ " = 'N' then 1 else 0 end), 0) as unchanged,
+         coalesce(sum(case when " ~ action ~ " = 'H' then 1 else 0 end), 0) as held_back,
+         coalesce(sum(case when " ~ action ~ " = 'C' then 1 else 0 end), 0) as condition_deletes,
+         count(distinct case when " ~ action ~ " in ('U', 'N', 'H', 'C') then " ~ dbt_merge._key_value(plan) ~ " end) as matched_keys,
          (select count(*) from " ~ plan.target ~ ") as target_rows"
-      ~ (", (select count(*) from " ~ plan.target ~ " as DBT_INTERNAL_DEST where "
-          ~ dbt_merge._target_rows_condition(plan, false) ~ ") as considered" if deletes else "")
+      ~ dbt_merge._considered_columns(plan)
       ~ " from " ~ plan.changes, 'dbt_merge_count').rows[0] %}
-  {% set updated = row[0] | int %}
-  {% set unchanged = row[1] | int %}
-  {{ return(dbt_merge._with_total({
-    'inserted': (row[2] | int) - updated - unchanged if plan.actions.source_only == 'insert' else 0,
-    'updated': updated,
-    'deleted': (row[4] | int) - updated - unchanged if deletes else 0,
-    'unchanged': unchanged,
-  }, row[3] | int)) }}
+  {{ return(dbt_merge._counts(plan, {'inserted': row[0] | int, 'updated': row[1] | int, 'unchanged': row[2] | int,
+      'held_back': row[3] | int, 'condition_deletes': row[4] | int, 'matched_keys': row[5] | int,
+      'target_rows': row[6] | int, 'considered': row[7] | int if row | length > 7 else 0,
+      'unmatched': row[8] | int if row | length > 8 else none})) }}
 {% endmacro %}
 
-{% macro _with_total(counts, target_rows) %}
-  {% do counts.update({'total': target_rows + counts.inserted - counts.deleted}) %}
+{#- Counts from the narrow changes (classify_matched_keys_sql), in one query: its rows are the
+    matched target rows; inserted are the source rows (less those delete_condition drops) whose
+    key matched none (when the strategy inserts); deleted are the target rows the merge
+    considers that no source row matched (when it deletes), and those delete_condition deletes. -#}
+{% macro count_matched_keys(plan) %}
+  {% set action = dbt_merge.quote_identifier(plan.names.action) %}
+  {% set row = dbt_merge.run_sql(
+      "select
+         coalesce(sum(case when " ~ action ~ " = 'U' then 1 else 0 end), 0) as updated,
+         coalesce(sum(case when " ~ action ~ " = 'N' then 1 else 0 end), 0) as unchanged,
+         coalesce(sum(case when " ~ action ~ " = 'H' then 1 else 0 end), 0) as held_back,
+         coalesce(sum(case when " ~ action ~ " = 'C' then 1 else 0 end), 0) as condition_deletes,
+         count(distinct " ~ dbt_merge._key_value(plan) ~ ") as matched_keys,
+         (select count(*) from " ~ (plan.deduped or plan.stage) ~ " as DBT_INTERNAL_SOURCE"
+            ~ (" where not " ~ dbt_merge._delete_flag(plan) if plan.delete_condition else "") ~ ") as source_rows,
+         (select count(*) from " ~ plan.target ~ ") as target_rows"
+      ~ dbt_merge._considered_columns(plan)
+      ~ " from " ~ plan.changes, 'dbt_merge_count').rows[0] %}
+  {% set matched = (row[0] | int) + (row[1] | int) + (row[2] | int) %}
+  {{ return(dbt_merge._counts(plan, {
+    'inserted': (row[5] | int) - matched if plan.actions.source_only == 'insert' else 0,
+    'updated': row[0] | int, 'unchanged': row[1] | int, 'held_back': row[2] | int,
+    'condition_deletes': row[3] | int, 'matched_keys': row[4] | int, 'target_rows': row[6] | int,
+    'considered': row[7] | int if row | length > 7 else 0,
+    'unmatched': none if row | length < 9 else row[8] | int})) }}
+{% endmacro %}
+
+{#- The statistics from the raw counts above. `unmatched` (target rows the merge considers that
+    no source row matched: full_merge deletes them) is counted directly with soft deletes, and
+    derived otherwise: considered rows minus the matched ones. -#}
+{% macro _counts(plan, raw) %}
+  {% set deletes = plan.actions.target_only == 'delete' %}
+  {% set matched_rows = raw.updated + raw.unchanged + raw.held_back + raw.condition_deletes %}
+  {% set unmatched = 0 %}
+  {% if deletes %}
+    {% set unmatched = raw.unmatched if plan.soft_delete else raw.considered - matched_rows %}
+  {% endif %}
+  {% set counts = {'inserted': raw.inserted, 'updated': raw.updated, 'deleted': unmatched + raw.condition_deletes,
+                   'unchanged': raw.unchanged, 'matched_rows': matched_rows, 'matched_keys': raw.matched_keys,
+                   'unmatched': unmatched, 'condition_deletes': raw.condition_deletes,
+                   'considered': raw.considered} %}
+  {% if plan.update_condition %}
+    {% do counts.update({'held_back': raw.held_back}) %}
+  {% endif %}
+  {% do counts.update({'total': raw.target_rows + counts.inserted - (0 if plan.soft_delete else counts.deleted)}) %}
   {{ return(counts) }}
+{% endmacro %}
+
+{#- `, considered[, unmatched]` for the count query when the strategy deletes: the target rows the
+    merge considers (with soft deletes only live ones), and with soft deletes, the live ones no
+    source row matches (counted, since matched rows may be soft-deleted ones coming back). -#}
+{% macro _considered_columns(plan) %}
+  {% if plan.actions.target_only != 'delete' %}
+    {{ return('') }}
+  {% endif %}
+  {% set live = ' and ' ~ dbt_merge._live(plan) if plan.soft_delete else '' %}
+  {% set sql = ", (select count(*) from " ~ plan.target ~ " as DBT_INTERNAL_DEST where "
+      ~ dbt_merge._target_rows_condition(plan, false) ~ live ~ ") as considered" %}
+  {% if plan.soft_delete %}
+    {% set sql = sql ~ ", (select count(*) from " ~ plan.target ~ " as DBT_INTERNAL_DEST where "
+        ~ dbt_merge._target_rows_condition(plan, true) ~ live ~ ") as unmatched" %}
+  {% endif %}
+  {{ return(sql) }}
+{% endmacro %}
+
+{#- One value per key of a changes row, for count(distinct ...): the key column, or a row of them. -#}
+{% macro _key_value(plan) %}
+  {{ return(dbt_merge.column_list(plan.key_columns) if plan.key_columns | length == 1
+            else dbt_merge.row_value(plan.key_columns)) }}
 {% endmacro %}

@@ -1,4 +1,5 @@
-{#- Write the classified changes (plan.changes) to the target. `counts` lets engines skip no-op statements. -#}
+{#- Write the classified changes (plan.changes) to the target. `counts` lets engines skip no-op
+    statements. Deletes are soft (an UPDATE of soft_delete_column) when configured. -#}
 {% macro apply_changes(plan, counts) %}
   {{ return(adapter.dispatch('apply_changes', 'dbt_merge')(plan, counts)) }}
 {% endmacro %}
@@ -6,90 +7,156 @@
 {#- Delete the rows being replaced or removed, then insert the new row images, in the model's
     transaction. On DuckDB 2.0 this measured faster than MERGE INTO (see BENCHMARKS.md). -#}
 {% macro default__apply_changes(plan, counts) %}
-  {% if counts.updated + counts.deleted > 0 %}
-    {% do dbt_merge.run_sql(
-        'delete from ' ~ plan.target ~ ' where exists (select 1 from ' ~ plan.changes ~ ' as dbt_merge_changes'
-        ~ " where dbt_merge_changes.dbt_merge_action in ('U', 'D') and "
-        ~ dbt_merge.key_match(plan.key_columns, 'dbt_merge_changes', dbt_merge.quote_identifier(plan.target.identifier)) ~ ')',
-        'dbt_merge_delete') %}
+  {#- Only target rows the merge considers: a row of the same key outside incremental_predicates
+      (kept by on_key_outside_predicates='insert') is not the one being replaced. -#}
+  {% set removed = ['U'] if plan.soft_delete else ['U', 'D', 'C'] %}
+  {% if counts.updated + (0 if plan.soft_delete else counts.deleted) > 0 %}
+    {% do dbt_merge.run_statement('delete from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where '
+        ~ dbt_merge._target_rows_condition(plan, false) ~ ' and '
+        ~ dbt_merge._in_changes(plan, removed, 'DBT_INTERNAL_DEST'), 'dbt_merge_delete') %}
+  {% endif %}
+  {% if plan.soft_delete and counts.deleted > 0 %}
+    {% do dbt_merge.run_statement(dbt_merge._soft_delete_sql(plan,
+        dbt_merge._in_changes(plan, ['D', 'C'], 'DBT_INTERNAL_DEST')), 'dbt_merge_soft_delete') %}
   {% endif %}
   {% if counts.inserted + counts.updated > 0 %}
     {% set columns = dbt_merge.column_list(plan.target_names) %}
-    {% do dbt_merge.run_sql(
+    {% do dbt_merge.run_statement(
         'insert into ' ~ plan.target ~ ' (' ~ columns ~ ') select ' ~ columns ~ ' from ' ~ plan.changes
-        ~ " where dbt_merge_action in ('I', 'U')", 'dbt_merge_insert') %}
+        ~ ' where ' ~ dbt_merge.quote_identifier(plan.names.action) ~ " in ('I', 'U')", 'dbt_merge_insert') %}
   {% endif %}
 {% endmacro %}
 
-{#- DuckDB: full_merge's target rows missing from the source are not in the changes (see
-    duckdb__classify_changes_sql): delete them by an anti-join on the key, then apply the rest. -#}
+{#- DuckDB: full_merge's target rows missing from the source are not in the wide changes (see
+    duckdb__classify_changes_sql): remove them by an anti-join on the key, then apply the rest.
+    With the narrow changes, delete the target rows being replaced or removed and insert the
+    source rows to write. -#}
 {% macro duckdb__apply_changes(plan, counts) %}
+  {% set full = plan.actions.target_only == 'delete' %}
   {% if plan.writes_source_rows %}
-    {% if counts.updated + counts.deleted > 0 %}
-      {% do dbt_merge.run_sql('delete from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where '
+    {% set replaced = counts.updated + (0 if plan.soft_delete else counts.deleted) %}
+    {% if replaced > 0 %}
+      {% do dbt_merge.run_statement('delete from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where '
           ~ dbt_merge._replaced_target_rows_condition(plan, counts), 'dbt_merge_delete') %}
     {% endif %}
+    {% if plan.soft_delete and counts.deleted > 0 %}
+      {% set soft = dbt_merge._in_changes(plan, ['C'], 'DBT_INTERNAL_DEST') %}
+      {% if full %}
+        {% set soft = '(' ~ soft ~ ' or not ' ~ dbt_merge.exists_match(plan.deduped or plan.stage,
+            plan.key_columns, 'DBT_INTERNAL_DEST') ~ ')' %}
+      {% endif %}
+      {% do dbt_merge.run_statement(dbt_merge._soft_delete_sql(plan, soft), 'dbt_merge_soft_delete') %}
+    {% endif %}
     {% if counts.inserted + counts.updated > 0 %}
-      {% do dbt_merge.run_sql(dbt_merge._insert_source_rows_sql(plan, counts), 'dbt_merge_insert') %}
+      {% do dbt_merge.run_statement(dbt_merge._insert_source_rows_sql(plan, counts), 'dbt_merge_insert') %}
     {% endif %}
     {{ return(none) }}
   {% endif %}
-  {% if plan.actions.target_only == 'delete' and counts.deleted > 0 %}
-    {% do dbt_merge.run_sql('delete from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where '
-        ~ dbt_merge._target_rows_condition(plan, true), 'dbt_merge_delete') %}
+  {% if full and counts.unmatched > 0 %}
+    {% if plan.soft_delete %}
+      {% do dbt_merge.run_statement(dbt_merge._soft_delete_sql(plan, dbt_merge._target_rows_condition(plan, true)),
+                                    'dbt_merge_soft_delete') %}
+    {% else %}
+      {% do dbt_merge.run_statement('delete from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where '
+          ~ dbt_merge._target_rows_condition(plan, true), 'dbt_merge_delete') %}
+    {% endif %}
   {% endif %}
-  {% do dbt_merge.default__apply_changes(plan, {'inserted': counts.inserted, 'updated': counts.updated, 'deleted': 0}) %}
+  {% set rest = {} %}
+  {% do rest.update(counts) %}
+  {% do rest.update({'deleted': counts.condition_deletes}) %}
+  {% do dbt_merge.default__apply_changes(plan, rest) %}
 {% endmacro %}
 
 {#- Spark: one MERGE INTO, which Iceberg and Delta commit atomically as one snapshot. Rows left
     unchanged are not in its source (except for full_merge, where they must match to be kept), so
-    files holding only unchanged rows are not rewritten. -#}
+    files holding only unchanged rows are not rewritten. Tables without MERGE INTO (parquet, orc,
+    Hive), judged by the table that exists, not the config: see overwrite_partitions. -#}
 {% macro spark__apply_changes(plan, counts) %}
   {% if counts.inserted + counts.updated + counts.deleted > 0 %}
-    {% do dbt_merge.run_sql(dbt_merge.merge_source_rows_sql(plan, counts) if plan.writes_source_rows
-                            else dbt_merge.merge_into_sql(plan), 'dbt_merge_merge') %}
+    {% set storage = dbt_merge.table_storage(plan.target) %}
+    {% if storage.write == 'overwrite' %}
+      {% do dbt_merge.overwrite_partitions(plan, counts, storage) %}
+    {% else %}
+      {% do dbt_merge.run_statement(dbt_merge.merge_source_rows_sql(plan, counts) if plan.writes_source_rows
+                              else dbt_merge.merge_into_sql(plan), 'dbt_merge_merge') %}
+    {% endif %}
   {% endif %}
 {% endmacro %}
 
-{#- With the narrow changes (plan.writes_source_rows): WHERE condition on the target, aliased
-    DBT_INTERNAL_DEST, of the rows to delete: the updated ones, and for full_merge every target
-    row the merge considers except the unchanged ones. -#}
-{% macro _replaced_target_rows_condition(plan, counts) %}
-  {%- if plan.actions.target_only != 'delete' -%}
-    {{ return(dbt_merge._in_changes(plan, 'U', 'DBT_INTERNAL_DEST')) }}
+{#- UPDATE that soft-deletes the live target rows (aliased DBT_INTERNAL_DEST) the merge considers
+    and `condition` selects: soft_delete_column true, its timestamp column now. -#}
+{% macro _soft_delete_sql(plan, condition) %}
+  {{ return('update ' ~ plan.target ~ ' as DBT_INTERNAL_DEST set ' ~ dbt_merge._soft_delete_assignments(plan, false)
+      ~ ' where ' ~ dbt_merge._target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge._live(plan)
+      ~ ' and ' ~ condition) }}
+{% endmacro %}
+
+{#- `col = true[, ts = current_timestamp]`, target columns (qualified with DBT_INTERNAL_DEST when
+    `qualified`, as MERGE's SET clause takes them). -#}
+{% macro _soft_delete_assignments(plan, qualified) %}
+  {%- set prefix = 'DBT_INTERNAL_DEST.' if qualified else '' -%}
+  {%- set parts = [prefix ~ dbt_merge.quote_identifier(dbt_merge._find_column(plan.soft_delete.column, plan.target_names)) ~ ' = true'] -%}
+  {%- if plan.soft_delete.timestamp_column -%}
+    {%- do parts.append(prefix ~ dbt_merge.quote_identifier(dbt_merge._find_column(plan.soft_delete.timestamp_column, plan.target_names))
+          ~ ' = cast(current_timestamp as timestamp)') -%}
   {%- endif -%}
+  {{ return(parts | join(', ')) }}
+{% endmacro %}
+
+{#- With the narrow changes (plan.writes_source_rows): WHERE condition on the target, aliased
+    DBT_INTERNAL_DEST, of the rows to delete: the updated ones, those delete_condition deletes,
+    and for full_merge every target row the merge considers except the matched ones left as
+    they are (with soft deletes: only the updated ones, which are written again). -#}
+{% macro _replaced_target_rows_condition(plan, counts) %}
   {%- set condition = dbt_merge._target_rows_condition(plan, false) -%}
-  {%- if counts.unchanged > 0 -%}
-    {%- set condition = condition ~ ' and not ' ~ dbt_merge._in_changes(plan, 'N', 'DBT_INTERNAL_DEST') -%}
+  {%- if plan.soft_delete -%}
+    {{ return(condition ~ ' and ' ~ dbt_merge._in_changes(plan, ['U'], 'DBT_INTERNAL_DEST')) }}
+  {%- elif plan.actions.target_only != 'delete' -%}
+    {{ return(condition ~ ' and ' ~ dbt_merge._in_changes(plan, ['U', 'C'], 'DBT_INTERNAL_DEST')) }}
+  {%- endif -%}
+  {%- if counts.unchanged + (counts.held_back or 0) > 0 -%}
+    {%- set condition = condition ~ ' and not ' ~ dbt_merge._in_changes(plan, ['N', 'H'], 'DBT_INTERNAL_DEST') -%}
   {%- endif -%}
   {{ return(condition) }}
 {% endmacro %}
 
-{#- With the narrow changes: SELECT of the staged source rows, as the target's columns that the
-    source has (named as in the target), aliased DBT_INTERNAL_SOURCE. `only`:
+{#- With the narrow changes: SELECT of the staged source rows to write, as the target's columns
+    that the source has (named as in the target), aliased DBT_INTERNAL_SOURCE; not the rows
+    delete_condition marks, unless keep_deleted (for a MERGE, whose conditions then see every
+    column of the SELECT). `only`:
       none         every source row
-      'changed'    all but the unchanged ones ('I' and 'U')
+      'changed'    all but the matched ones left as they are ('N', 'H')
       'updated'    only the 'U' ones -#}
-{% macro _source_rows_sql(plan, only=none) %}
+{% macro _source_rows_sql(plan, only=none, keep_deleted=false) %}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set select_list = [] -%}
-  {%- for col in dbt_merge._written_columns(plan) -%}
+  {%- set written = dbt_merge._written_columns(plan) -%}
+  {%- for col in written -%}
     {%- do select_list.append(src ~ '.' ~ dbt_merge.quote_identifier(dbt_merge._find_column(col, plan.source_names))
           ~ ' as ' ~ dbt_merge.quote_identifier(col)) -%}
   {%- endfor -%}
-  {%- set sql = 'select ' ~ select_list | join(', ') ~ ' from ' ~ (plan.deduped or plan.stage) ~ ' as ' ~ src -%}
-  {%- if only == 'updated' -%}
-    {%- set sql = sql ~ ' where ' ~ dbt_merge._in_changes(plan, 'U', src) -%}
-  {%- elif only == 'changed' -%}
-    {%- set sql = sql ~ ' where not ' ~ dbt_merge._in_changes(plan, 'N', src) -%}
+  {%- if keep_deleted -%}
+    {#- the MERGE's conditions may name any column of the SELECT -#}
+    {%- for col in plan.source_names if dbt_merge._find_column(col, written) is none -%}
+      {%- do select_list.append(src ~ '.' ~ dbt_merge.quote_identifier(col)) -%}
+    {%- endfor -%}
   {%- endif -%}
-  {{ return(sql) }}
+  {%- set filters = ['not ' ~ dbt_merge._delete_flag(plan)] if plan.delete_condition and not keep_deleted else [] -%}
+  {%- if only == 'updated' -%}
+    {%- do filters.append(dbt_merge._in_changes(plan, ['U'], src)) -%}
+  {%- elif only == 'changed' -%}
+    {%- do filters.append('not ' ~ dbt_merge._in_changes(plan, ['N', 'H'], src)) -%}
+  {%- endif -%}
+  {{ return('select ' ~ select_list | join(', ') ~ ' from ' ~ (plan.deduped or plan.stage) ~ ' as ' ~ src
+            ~ (' where ' ~ filters | join(' and ') if filters else '')) }}
 {% endmacro %}
 
-{#- `exists (...)`: the row aliased `alias` has a key the narrow changes list with `action`. -#}
-{% macro _in_changes(plan, action, alias) %}
-  {{ return('exists (select 1 from ' ~ plan.changes ~ ' as dbt_merge_changes where dbt_merge_changes.dbt_merge_action = '
-      ~ "'" ~ action ~ "' and " ~ dbt_merge.key_match(plan.key_columns, 'dbt_merge_changes', alias) ~ ')') }}
+{#- `exists (...)`: the row aliased `alias` has a key the changes list with one of `actions`. -#}
+{% macro _in_changes(plan, actions, alias) %}
+  {%- set quoted = [] -%}
+  {%- for a in actions -%}{%- do quoted.append("'" ~ a ~ "'") -%}{%- endfor -%}
+  {{ return(dbt_merge.exists_match(plan.changes, plan.key_columns, alias,
+      dbt_merge.quote_identifier(plan.names.action) ~ ' in (' ~ quoted | join(', ') ~ ')')) }}
 {% endmacro %}
 
 {#- The target's columns that the source has: those a source row fills. -#}
@@ -107,5 +174,5 @@
 {% macro _insert_source_rows_sql(plan, counts) %}
   {{ return('insert into ' ~ plan.target ~ ' (' ~ dbt_merge.column_list(dbt_merge._written_columns(plan)) ~ ') '
       ~ dbt_merge._source_rows_sql(plan, 'updated' if plan.actions.source_only != 'insert'
-                                   else ('changed' if counts.unchanged > 0 else none))) }}
+                                   else ('changed' if counts.unchanged + (counts.held_back or 0) > 0 else none))) }}
 {% endmacro %}

@@ -1,7 +1,10 @@
 {#-
   The merge plan as rows: every source row (and, for full_merge, every target row missing from
   the source) with the row image to write and its action:
-    'I' insert, 'U' update, 'D' delete, 'N' matched and left as it is.
+    'I' insert, 'U' update, 'D' delete (a target row the source lacks), 'C' delete by
+    delete_condition, 'N' matched and left as it is, 'H' matched, changed, but held back by
+    merge_update_condition, 'X' nothing (a source row with delete_condition true whose key the
+    target lacks, or with soft deletes a target row already soft-deleted).
   Engines write from this one relation, and the statistics are counted from it.
 -#}
 {% macro classify_changes_sql(plan) %}
@@ -27,17 +30,16 @@
     {%- elif col | lower in update_lower %}
     {{ src }}.{{ dbt_merge.quote_identifier(source_col) }} as {{ q }},
     {%- else %}
-    case when {{ in_target }} then {{ dst }}.{{ q }} else {{ src }}.{{ dbt_merge.quote_identifier(source_col) }} end as {{ q }},
+    case when {{ in_target }} then {{ dbt_merge._dest_value(plan, col) }} else {{ src }}.{{ dbt_merge.quote_identifier(source_col) }} end as {{ q }},
     {%- endif %}
     {%- endfor %}
     case
-      when not ({{ in_target }}) then 'I'
-      when not ({{ in_source }}) then 'D'
-      {%- if plan.update_columns %}
-      when {{ dbt_merge._row_changed_condition(plan) }} then 'U'
-      {%- endif %}
-      else 'N'
-    end as dbt_merge_action
+      when not ({{ in_target }}) then
+        {{- " case when " ~ dbt_merge._delete_flag(plan) ~ " then 'X' else 'I' end" if plan.delete_condition else " 'I'" }}
+      when not ({{ in_source }}) then
+        {{- " case when " ~ dbt_merge._live(plan) ~ " then 'D' else 'X' end" if plan.soft_delete else " 'D'" }}
+      else {{ dbt_merge._matched_action_sql(plan) }}
+    end as {{ dbt_merge.quote_identifier(plan.names.action) }}
   from {{ plan.deduped or plan.stage }} as {{ src }}
   {{ plan.join_type }} join (
     {#- Target rows with a NULL key (made outside the package) can match no source row: they
@@ -62,11 +64,7 @@
     {%- for key in plan.key_columns %}
     {{ src }}.{{ dbt_merge.quote_identifier(key) }},
     {%- endfor %}
-    {% if plan.update_columns -%}
-    case when {{ dbt_merge._row_changed_condition(plan) }} then 'U' else 'N' end
-    {%- else -%}
-    'N'
-    {%- endif %} as dbt_merge_action
+    {{ dbt_merge._matched_action_sql(plan) }} as {{ dbt_merge.quote_identifier(plan.names.action) }}
   from {{ plan.deduped or plan.stage }} as {{ src }}
   inner join (
     select * from {{ plan.target }} as {{ dst }} where {{ dbt_merge._target_rows_condition(plan, false) }}
@@ -74,15 +72,70 @@
     on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
 {% endmacro %}
 
-{#- True when a matched source row differs from its target row in an update column (NULL-safe). -#}
+{#- The action of a matched (source row, target row) pair: 'C', 'U', 'H' or 'N' (see above). -#}
+{% macro _matched_action_sql(plan) %}
+  {%- set parts = ['case'] -%}
+  {%- if plan.delete_condition -%}
+    {%- do parts.append('when ' ~ dbt_merge._delete_flag(plan) ~ ' then '
+          ~ ("case when " ~ dbt_merge._live(plan) ~ " then 'C' else 'N' end" if plan.soft_delete else "'C'")) -%}
+  {%- endif -%}
+  {%- if plan.update_columns -%}
+    {%- do parts.append('when ' ~ dbt_merge._row_changed_condition(plan) ~ ' then '
+          ~ ("case when " ~ dbt_merge._update_allowed(plan) ~ " then 'U' else 'H' end" if plan.update_condition else "'U'")) -%}
+  {%- endif -%}
+  {%- if parts | length == 1 -%}
+    {{ return("'N'") }}
+  {%- endif -%}
+  {%- do parts.append("else 'N' end") -%}
+  {{ return(parts | join(' ')) }}
+{% endmacro %}
+
+{#- delete_condition on the source row aliased DBT_INTERNAL_SOURCE (NULL counts as false). -#}
+{% macro _delete_flag(plan) %}
+  {{ return('coalesce((' ~ plan.delete_condition ~ '), false)') }}
+{% endmacro %}
+
+{#- merge_update_condition on a matched pair (NULL counts as false: the row is held back). -#}
+{% macro _update_allowed(plan) %}
+  {{ return('coalesce((' ~ plan.update_condition ~ '), false)') }}
+{% endmacro %}
+
+{#- With soft deletes: the target row aliased DBT_INTERNAL_DEST is not soft-deleted. -#}
+{% macro _live(plan) %}
+  {{ return('not coalesce(DBT_INTERNAL_DEST.' ~ dbt_merge.quote_identifier(
+      dbt_merge._find_column(plan.soft_delete.column, plan.target_names)) ~ ', false)') }}
+{% endmacro %}
+
+{#- True when a matched source row differs from its target row in a column that marks a change
+    (merge_check_columns, by default the update columns; NULL-safe); always with
+    detect_unchanged=false. -#}
 {% macro _row_changed_condition(plan) %}
+  {%- if not plan.detect_unchanged -%}
+    {{ return('(1 = 1)') }}
+  {%- endif -%}
   {%- set parts = [] -%}
-  {%- for col in plan.update_columns -%}
+  {%- for col in plan.check_columns -%}
     {%- do parts.append(dbt_merge.changed_condition(
           'DBT_INTERNAL_SOURCE.' ~ dbt_merge.quote_identifier(dbt_merge._find_column(col, plan.source_names)),
-          'DBT_INTERNAL_DEST.' ~ dbt_merge.quote_identifier(col))) -%}
+          dbt_merge._dest_value(plan, col))) -%}
   {%- endfor -%}
   {{ return('(' ~ parts | join(' or ') ~ ')') }}
+{% endmacro %}
+
+{#- A target column's value on a row aliased DBT_INTERNAL_DEST, as the planned schema change
+    (applied just before the write) will leave it: NULL in a column being added, converted in a
+    column being retyped; the same before and after the ALTER. -#}
+{% macro _dest_value(plan, col) %}
+  {%- set schema = plan.schema -%}
+  {%- if schema is not none -%}
+    {%- for added in schema.added if added.name | lower == col | lower -%}
+      {{ return('null') }}
+    {%- endfor -%}
+    {%- for r in schema.retyped if r.column.name | lower == col | lower -%}
+      {{ return('cast(DBT_INTERNAL_DEST.' ~ dbt_merge.quote_identifier(r.column.name) ~ ' as ' ~ r.new_type ~ ')') }}
+    {%- endfor -%}
+  {%- endif -%}
+  {{ return('DBT_INTERNAL_DEST.' ~ dbt_merge.quote_identifier(col)) }}
 {% endmacro %}
 
 {# DuckDB: when the merge writes source rows as they are (the usual case), only the matched keys
@@ -121,8 +174,7 @@
     {%- do parts.append('(' ~ predicate ~ ')') -%}
   {%- endfor -%}
   {%- if missing_from_source -%}
-    {%- do parts.append('not exists (select 1 from ' ~ (plan.deduped or plan.stage) ~ ' as ' ~ src
-          ~ ' where ' ~ dbt_merge.key_match(plan.key_columns, src, dst) ~ ')') -%}
+    {%- do parts.append('not ' ~ dbt_merge.exists_match(plan.deduped or plan.stage, plan.key_columns, dst)) -%}
   {%- endif -%}
   {{ return(parts | join(' and ')) }}
 {% endmacro %}

@@ -20,10 +20,10 @@
   from (
     select *, {{ rank_function }}() over (
       partition by {{ dbt_merge.column_list(plan.key_columns) }} {{ dbt_merge.dedup_order_clause(plan) }}
-    ) as dbt_merge_row
+    ) as {{ dbt_merge.quote_identifier(plan.names.row) }}
     from {{ plan.stage }}
   ) as dbt_merge_numbered
-  where dbt_merge_row = 1
+  where {{ dbt_merge.quote_identifier(plan.names.row) }} = 1
 {% endmacro %}
 
 {# DuckDB filters window results in place with QUALIFY (no extra column to project away). #}

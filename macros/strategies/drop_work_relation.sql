@@ -4,14 +4,14 @@
 {% endmacro %}
 
 {% macro default__drop_work_relation(relation, materialize) %}
-  {% do dbt_merge.run_sql('drop ' ~ ('table' if materialize else 'view') ~ ' if exists ' ~ relation) %}
+  {% do dbt_merge.run_statement('drop ' ~ ('table' if materialize else 'view') ~ ' if exists ' ~ relation) %}
 {% endmacro %}
 
 {% macro spark__drop_work_relation(relation, materialize) %}
   {% if materialize %}
-    {% do dbt_merge.run_sql('uncache table if exists ' ~ relation) %}
+    {% do dbt_merge.run_statement('uncache table if exists ' ~ relation) %}
   {% endif %}
-  {% do dbt_merge.run_sql('drop view if exists ' ~ relation) %}
+  {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}
 {% endmacro %}
 
 {#- Drop several work relations: a list of [relation, materialize] pairs; a none relation is skipped. -#}
@@ -36,6 +36,6 @@
     {% do statements.append('drop ' ~ ('table' if materialize else 'view') ~ ' if exists ' ~ relation) %}
   {% endfor %}
   {% if statements %}
-    {% do dbt_merge.run_sql(statements | join(';\n')) %}
+    {% do dbt_merge.run_statement(statements | join(';\n')) %}
   {% endif %}
 {% endmacro %}

@@ -6,56 +6,72 @@
 {% macro default__merge_into_sql(plan) %}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
+  {%- set action = dbt_merge.quote_identifier(plan.names.action) -%}
   merge into {{ plan.target }} as {{ dst }}
   using (
-    select * from {{ plan.changes }} where dbt_merge_action in ('I', 'U', 'D')
+    select * from {{ plan.changes }} where {{ action }} in ('I', 'U', 'D', 'C')
   ) as {{ src }}
   on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
   {%- for predicate in plan.predicates %} and ({{ predicate }}){% endfor %}
-  {%- if plan.actions.target_only == 'delete' %}
-  when matched and {{ src }}.dbt_merge_action = 'D' then delete
-  {%- endif %}
+  when matched and {{ src }}.{{ action }} in ('D', 'C') then {{ dbt_merge._merge_delete_action(plan) }}
   {%- if plan.update_columns %}
-  when matched and {{ src }}.dbt_merge_action = 'U' then update set
+  when matched and {{ src }}.{{ action }} = 'U' then update set
     {%- for col in plan.update_columns %}
     {{ dst }}.{{ dbt_merge.quote_identifier(col) }} = {{ src }}.{{ dbt_merge.quote_identifier(col) }}{{ ',' if not loop.last }}
     {%- endfor %}
   {%- endif %}
   {%- if plan.actions.source_only == 'insert' %}
-  when not matched and {{ src }}.dbt_merge_action = 'I' then insert ({{ dbt_merge.column_list(plan.target_names) }})
+  when not matched and {{ src }}.{{ action }} = 'I' then insert ({{ dbt_merge.column_list(plan.target_names) }})
     values ({{ dbt_merge.column_list(plan.target_names, src) }})
   {%- endif %}
 {% endmacro %}
 
 {#- MERGE INTO the target straight from the staged source, for plans that write source rows as they
     are (plan.writes_source_rows), with the narrow changes (classify_matched_keys_sql) counted.
-    Clauses with nothing to do are left out. When rows are updated, the unchanged ones are left
-    out of the source, so that files holding only unchanged rows are not rewritten; not for
-    full_merge, where a target row must be matched to be kept (its unchanged rows are matched but
-    not updated). Without an update clause the MERGE is an anti-join append (Spark plans an
-    insert-only MERGE so) and needs no filter. Target rows with a NULL key or outside
-    incremental_predicates are never deleted. -#}
+    Clauses with nothing to do are left out. When rows are updated or deleted by
+    delete_condition, the matched rows left as they are (unchanged, held back) are left out of
+    the source, so that files holding only such rows are not rewritten; not for full_merge,
+    where a target row must be matched to be kept: there the update clause carries the change
+    (and merge_update_condition) test itself. Without an update or delete clause the MERGE is an
+    anti-join append (Spark plans an insert-only MERGE so) and needs no filter. Target rows with
+    a NULL key or outside incremental_predicates are never deleted. -#}
 {% macro merge_source_rows_sql(plan, counts) %}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
   {%- set full = plan.actions.target_only == 'delete' -%}
   {%- set columns = dbt_merge._written_columns(plan) -%}
+  {%- set kept = counts.unchanged + (counts.held_back or 0) -%}
+  {%- set filtered = kept > 0 and counts.updated + counts.condition_deletes > 0 and not full -%}
+  {%- set del = dbt_merge._delete_flag(plan) if plan.delete_condition else none -%}
   merge into {{ plan.target }} as {{ dst }}
-  using ({{ dbt_merge._source_rows_sql(plan, 'changed' if counts.unchanged > 0 and counts.updated > 0 and not full
-                                         else none) }}) as {{ src }}
+  using ({{ dbt_merge._source_rows_sql(plan, 'changed' if filtered else none,
+                                       keep_deleted=plan.delete_condition or plan.update_condition) }}) as {{ src }}
   on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
   {%- for predicate in plan.predicates %} and ({{ predicate }}){% endfor %}
+  {%- if counts.condition_deletes > 0 %}
+  when matched and {{ del }} {%- if plan.soft_delete %} and {{ dbt_merge._live(plan) }}{% endif %} then {{ dbt_merge._merge_delete_action(plan) }}
+  {%- endif %}
   {%- if counts.updated > 0 %}
-  when matched {%- if full and counts.unchanged > 0 %} and {{ dbt_merge._row_changed_condition(plan) }}{% endif %} then update set
+  {%- set tests = [] %}
+  {%- if del %}{% do tests.append('not ' ~ del) %}{% endif %}
+  {%- if not filtered and kept > 0 %}{% do tests.append(dbt_merge._row_changed_condition(plan)) %}{% endif %}
+  {%- if not filtered and plan.update_condition and counts.held_back > 0 %}{% do tests.append(dbt_merge._update_allowed(plan)) %}{% endif %}
+  when matched {%- for t in tests %} and {{ t }}{% endfor %} then update set
     {%- for col in plan.update_columns %}
     {{ dst }}.{{ dbt_merge.quote_identifier(col) }} = {{ src }}.{{ dbt_merge.quote_identifier(col) }}{{ ',' if not loop.last }}
     {%- endfor %}
   {%- endif %}
   {%- if counts.inserted > 0 %}
-  when not matched then insert ({{ dbt_merge.column_list(columns) }})
+  when not matched {%- if del %} and not {{ del }}{% endif %} then insert ({{ dbt_merge.column_list(columns) }})
     values ({{ dbt_merge.column_list(columns, src) }})
   {%- endif %}
-  {%- if counts.deleted > 0 %}
-  when not matched by source and {{ dbt_merge._target_rows_condition(plan, false) }} then delete
+  {%- if counts.unmatched > 0 %}
+  when not matched by source and {{ dbt_merge._target_rows_condition(plan, false) }}
+    {%- if plan.soft_delete %} and {{ dbt_merge._live(plan) }}{% endif %} then {{ dbt_merge._merge_delete_action(plan) }}
   {%- endif %}
+{% endmacro %}
+
+{#- What a MERGE does to a target row it removes: delete it, or soft-delete it. -#}
+{% macro _merge_delete_action(plan) %}
+  {{ return('update set ' ~ dbt_merge._soft_delete_assignments(plan, true) if plan.soft_delete else 'delete') }}
 {% endmacro %}

@@ -33,16 +33,27 @@
 {% endmacro %}
 
 
-{#- The unique_key config of the model a test is attached to (found through the graph). -#}
+{#-
+  The unique_key config of the model a test is attached to. Inside this macro `model` is the
+  test node (the test's own `model` argument is a relation, or with a `where:` config a
+  subquery string, so it cannot be looked up by name); dbt records the tested model as its
+  attached_node. A test without one (e.g. on a source) falls back to the relation's name.
+-#}
 {% macro _configured_unique_key(relation) %}
   {% if execute %}
-    {% for node in graph.nodes.values() %}
-      {% if node.resource_type in ['model', 'snapshot', 'seed']
-            and (node.alias or node.name) | lower == relation.identifier | lower
-            and node.schema | lower == relation.schema | lower %}
-        {{ return(dbt_merge.as_list(node.config.get('unique_key'))) }}
-      {% endif %}
-    {% endfor %}
+    {% set attached = model.get('attached_node') if model is mapping else none %}
+    {% if attached and attached in graph.nodes %}
+      {{ return(dbt_merge.as_list(graph.nodes[attached].config.get('unique_key'))) }}
+    {% endif %}
+    {% if relation.identifier is defined %}
+      {% for node in graph.nodes.values() %}
+        {% if node.resource_type in ['model', 'snapshot', 'seed']
+              and (node.alias or node.name) | lower == relation.identifier | lower
+              and node.schema | lower == relation.schema | lower %}
+          {{ return(dbt_merge.as_list(node.config.get('unique_key'))) }}
+        {% endif %}
+      {% endfor %}
+    {% endif %}
   {% endif %}
   {{ return([]) }}
 {% endmacro %}

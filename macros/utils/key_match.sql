@@ -7,3 +7,20 @@
   {% endfor %}
   {{ return(parts | join(' and ')) }}
 {% endmacro %}
+
+{#- `exists (...)`: `relation` (filtered by `where`, a condition on its own columns) holds a row
+    whose `columns` equal those of the outer row aliased `outer`. The subquery sees only
+    renamed copies of those columns, so a model column named like the outer alias (a column
+    `DBT_INTERNAL_DEST` in the SELECT) cannot capture `outer.<column>`: Spark resolves a name
+    in the subquery's own relation first, and would read `DBT_INTERNAL_DEST.id` as a field of that
+    column. `op`: '=' (keys, never NULL) or '<=>' (NULL-safe, for partition values). -#}
+{% macro exists_match(relation, columns, outer, where=none, op='=') %}
+  {%- set inner = [] -%}
+  {%- set match = [] -%}
+  {%- for column in columns -%}
+    {%- do inner.append(dbt_merge.quote_identifier(column) ~ ' as dbt_merge_m' ~ loop.index) -%}
+    {%- do match.append('dbt_merge_match.dbt_merge_m' ~ loop.index ~ ' ' ~ op ~ ' ' ~ outer ~ '.' ~ dbt_merge.quote_identifier(column)) -%}
+  {%- endfor -%}
+  {{ return('exists (select 1 from (select ' ~ inner | join(', ') ~ ' from ' ~ relation
+      ~ (' where ' ~ where if where else '') ~ ') as dbt_merge_match where ' ~ match | join(' and ') ~ ')') }}
+{% endmacro %}

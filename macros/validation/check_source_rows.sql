@@ -1,6 +1,7 @@
 {#- Run source_check_sql and raise the first problem found. Nothing has been written yet.
     Returns the number of keys whose deduplicate candidates are identical repeats (0 otherwise). -#}
 {% macro check_source_rows(plan) %}
+  {% do dbt_merge._check_conversions(plan) %}
   {% set row = dbt_merge.run_sql(dbt_merge.source_check_sql(plan), 'dbt_merge_check').rows[0] %}
   {% for key in plan.key_columns %}
     {% set nulls = row[loop.index0] | int %}
@@ -17,6 +18,13 @@
   {% set bad_keys = row[plan.key_columns | length] | int %}
   {% if bad_keys > 0 %}
     {% set example = '(' ~ plan.key_columns | join(', ') ~ ') = (' ~ row[plan.key_columns | length + 1] ~ ')' %}
+    {% set converted = [] %}
+    {% for c in plan.conversions if c.column | lower in plan.key_columns | map('lower') | list %}
+      {% do converted.append(c.column ~ ' as ' ~ c.target_type) %}
+    {% endfor %}
+    {% if converted %}
+      {% set example = example ~ ' (keys compared as the target stores them: ' ~ converted | join(', ') ~ ')' %}
+    {% endif %}
     {% if not plan.actions.dedupe %}
       {% set message = bad_keys ~ " unique_key value(s) occur more than once in the model's SELECT, e.g. "
           ~ example ~ ". Make the key unique in the SELECT, fix unique_key, or use strategy='deduplicate' "
@@ -32,4 +40,27 @@
     {{ dbt_merge.raise_merge_error(message ~ " The target was not changed.") }}
   {% endif %}
   {{ return(row[plan.key_columns | length + 2] | int if plan.actions.dedupe else 0) }}
+{% endmacro %}
+
+{#- Refuse values of the SELECT that the target's column type cannot hold (converted_source_sql
+    turns them into NULL): a key would be lost or merged with another, a value changed. -#}
+{% macro _check_conversions(plan) %}
+  {% if not plan.conversions %}
+    {{ return(none) }}
+  {% endif %}
+  {% set parts = [] %}
+  {% for c in plan.conversions %}
+    {% set lost = dbt_merge.quote_identifier(c.column) ~ ' is not null and ' ~ c.sql ~ ' is null' %}
+    {% do parts.append('coalesce(sum(case when ' ~ lost ~ ' then 1 else 0 end), 0)') %}
+    {% do parts.append('min(case when ' ~ lost ~ ' then cast(' ~ dbt_merge.quote_identifier(c.column) ~ ' as string) end)') %}
+  {% endfor %}
+  {% set row = dbt_merge.run_sql('select ' ~ parts | join(', ') ~ ' from ' ~ plan.raw_stage, 'dbt_merge_check').rows[0] %}
+  {% for c in plan.conversions %}
+    {% if row[loop.index0 * 2] | int > 0 %}
+      {{ dbt_merge.raise_merge_error("column '" ~ c.column ~ "' has " ~ row[loop.index0 * 2] | int ~ " value(s) that "
+          ~ "cannot be stored in the target's type " ~ c.target_type ~ " (e.g. '" ~ row[loop.index0 * 2 + 1] ~ "'). "
+          ~ "Convert or filter them in the SELECT, or change the column's type (on_schema_change='sync_all_columns' "
+          ~ "or --full-refresh). The target was not changed.") }}
+    {% endif %}
+  {% endfor %}
 {% endmacro %}

@@ -15,23 +15,25 @@
 
 {% macro default__source_check_sql(plan, detail) %}
   {%- set keys = dbt_merge.column_list(plan.key_columns) -%}
+  {%- set rows = dbt_merge.quote_identifier(plan.names.rows) -%}
+  {%- set variants = dbt_merge.quote_identifier(plan.names.variants) -%}
   {%- if plan.actions.dedupe -%}
   with dbt_merge_repeated as (
     select {{ keys }} from {{ plan.deduped }} group by {{ keys }} having count(*) > 1
   ),
   grouped as (
-    select {{ keys }}, count(distinct {{ dbt_merge.row_value(plan.source_names) }}) as dbt_merge_variants
-    from {{ plan.deduped }} as dbt_merge_rows
+    select {{ keys }}, count(distinct {{ dbt_merge.row_value(plan.source_names) }}) as {{ variants }}
+    from {{ plan.deduped }} as {{ rows }}
     where exists (select 1 from dbt_merge_repeated
-                  where {{ dbt_merge.key_match(plan.key_columns, 'dbt_merge_repeated', 'dbt_merge_rows') }})
+                  where {{ dbt_merge.key_match(plan.key_columns, 'dbt_merge_repeated', rows) }})
     group by {{ keys }}
   )
   select
     {%- for key in plan.key_columns %}
     (select count(*) from {{ plan.stage }} where {{ dbt_merge.quote_identifier(key) }} is null) as null_rows_{{ loop.index }},
     {%- endfor %}
-    {{ dbt_merge._bad_key_columns(plan, 'dbt_merge_variants > 1') }},
-    coalesce(sum(case when dbt_merge_variants = 1 then 1 else 0 end), 0) as tied_keys
+    {{ dbt_merge._bad_key_columns(plan, variants ~ ' > 1') }},
+    coalesce(sum(case when {{ variants }} = 1 then 1 else 0 end), 0) as tied_keys
   from grouped
   {%- elif not detail -%}
   {%- set present = dbt_merge._all_keys_present(plan) -%}
@@ -45,15 +47,15 @@
   from {{ plan.stage }}
   {%- else -%}
   with grouped as (
-    select {{ keys }}, count(*) as dbt_merge_rows
+    select {{ keys }}, count(*) as {{ rows }}
     from {{ plan.stage }}
     group by {{ keys }}
   )
   select
     {%- for key in plan.key_columns %}
-    coalesce(sum(case when {{ dbt_merge.quote_identifier(key) }} is null then dbt_merge_rows else 0 end), 0) as null_rows_{{ loop.index }},
+    coalesce(sum(case when {{ dbt_merge.quote_identifier(key) }} is null then {{ rows }} else 0 end), 0) as null_rows_{{ loop.index }},
     {%- endfor %}
-    {{ dbt_merge._bad_key_columns(plan, dbt_merge._all_keys_present(plan) ~ ' and dbt_merge_rows > 1') }}
+    {{ dbt_merge._bad_key_columns(plan, dbt_merge._all_keys_present(plan) ~ ' and ' ~ rows ~ ' > 1') }}
   from grouped
   {%- endif %}
 {% endmacro %}

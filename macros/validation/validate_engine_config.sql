@@ -11,12 +11,9 @@
 {% macro duckdb__validate_engine_config(cfg) %}
 {% endmacro %}
 
-{# Spark can MERGE only into table formats that implement row-level operations. #}
+{# Spark: which table formats the merge writes, and how: see check_table_format. Then, before
+   anything reads the target, a write that an interrupted run left unfinished is finished. #}
 {% macro spark__validate_engine_config(cfg) %}
-  {% set merge_formats = ['iceberg', 'delta', 'hudi'] %}
-  {% set file_format = config.get('file_format') or 'parquet' %}
-  {% if file_format not in merge_formats %}
-    {{ dbt_merge.raise_merge_error("file_format '" ~ file_format ~ "' does not support MERGE on Spark. "
-        ~ "Set config(file_format=...) to one of: " ~ merge_formats | join(', ') ~ ".") }}
-  {% endif %}
+  {% do dbt_merge.check_table_format(config.get('file_format') or 'parquet', cfg) %}
+  {% do dbt_merge.finish_interrupted_write(load_cached_relation(this)) %}
 {% endmacro %}

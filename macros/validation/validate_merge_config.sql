@@ -1,7 +1,9 @@
 {#-
   Read and check the model's merge config before any SQL runs. Returns a dict:
     strategy, actions (from merge_strategies), unique_key, dedup_order_by (raw terms),
-    update_columns, exclude_columns, predicates, on_schema_change.
+    update_columns, exclude_columns, predicates, on_schema_change, max_delete_fraction,
+    key_outside_predicates, check_columns, detect_unchanged, update_condition, delete_condition,
+    soft_delete ({column, timestamp_column} or none), dry_run, history_table.
   Column names are checked against the data later (resolve_merge_columns), once it exists.
 -#}
 {% macro validate_merge_config() %}
@@ -42,6 +44,80 @@
   {% endif %}
 
   {% set predicates = dbt_merge.as_list(config.get('incremental_predicates') or config.get('predicates')) %}
+  {% for predicate in predicates %}
+    {% if dbt_merge.names_alias(predicate, 'DBT_INTERNAL_SOURCE') %}
+      {{ dbt_merge.raise_merge_error("incremental_predicates condition '" ~ predicate ~ "' names DBT_INTERNAL_SOURCE. "
+          ~ "The predicates narrow the target only (which target rows may be matched, updated or deleted), so "
+          ~ "they may name target columns as DBT_INTERNAL_DEST.<column> and nothing of the SELECT. Filter the "
+          ~ "SELECT itself in the model's SQL instead.") }}
+    {% endif %}
+  {% endfor %}
+
+  {#- full_merge refuses to delete more than this fraction of the target rows it considers. -#}
+  {% set max_delete_fraction = config.get('max_delete_fraction', 0.5) %}
+  {% if max_delete_fraction is not number or max_delete_fraction is sameas true or max_delete_fraction is sameas false
+        or max_delete_fraction < 0 or max_delete_fraction > 1 %}
+    {{ dbt_merge.raise_merge_error("max_delete_fraction " ~ max_delete_fraction ~ " is not a number from 0 to 1. "
+        ~ "Set it to the largest fraction of the target's rows a full_merge may delete (default 0.5; 1 allows any delete).") }}
+  {% endif %}
+
+  {#- A SELECT row whose key exists in the target only outside incremental_predicates. -#}
+  {% set key_outside = config.get('on_key_outside_predicates') or 'fail' %}
+  {% if key_outside not in ['fail', 'insert'] %}
+    {{ dbt_merge.raise_merge_error("on_key_outside_predicates '" ~ key_outside ~ "' is not one of: fail, insert.") }}
+  {% endif %}
+
+  {#- Change detection (issue: what "unchanged" means): merge_check_columns narrows the columns
+      compared; detect_unchanged=false compares nothing (every matched row is updated). -#}
+  {% set check_columns = config.get('merge_check_columns') %}
+  {% set detect_unchanged = config.get('detect_unchanged', true) %}
+  {% if detect_unchanged not in [true, false] %}
+    {{ dbt_merge.raise_merge_error("detect_unchanged " ~ detect_unchanged ~ " is not true or false.") }}
+  {% endif %}
+  {% if check_columns is not none and not detect_unchanged %}
+    {{ dbt_merge.raise_merge_error("merge_check_columns and detect_unchanged=false are both set; "
+        ~ "detect_unchanged=false compares no column. Set only one of them.") }}
+  {% endif %}
+  {% if check_columns is not none and dbt_merge.as_list(check_columns) | length == 0 %}
+    {{ dbt_merge.raise_merge_error("merge_check_columns is empty. List the columns whose change marks a row as "
+        ~ "changed (e.g. ['updated_at']), or remove it to compare every update column.") }}
+  {% endif %}
+
+  {#- Conditional merges: raw SQL, like incremental_predicates; checked against the columns later. -#}
+  {% set update_condition = config.get('merge_update_condition') %}
+  {% set delete_condition = config.get('delete_condition') %}
+  {% for option, value in [('merge_update_condition', update_condition), ('delete_condition', delete_condition)] %}
+    {% if value is not none and (value is not string or not value | trim) %}
+      {{ dbt_merge.raise_merge_error(option ~ " must be a SQL condition (a non-empty string), got " ~ value ~ ".") }}
+    {% endif %}
+  {% endfor %}
+  {% if update_condition and strategies[strategy].matched != 'update' %}
+    {{ dbt_merge.raise_merge_error("merge_update_condition is set but strategy '" ~ strategy ~ "' never updates a "
+        ~ "row. Use strategy upsert, update, full_merge or deduplicate, or remove merge_update_condition.") }}
+  {% endif %}
+  {% if delete_condition and strategy == 'insert' %}
+    {{ dbt_merge.raise_merge_error("delete_condition is set but strategy 'insert' never deletes. Use strategy "
+        ~ "upsert, update, full_merge or deduplicate, or remove delete_condition.") }}
+  {% endif %}
+  {% if delete_condition and dbt_merge.names_alias(delete_condition, 'DBT_INTERNAL_DEST') %}
+    {{ dbt_merge.raise_merge_error("delete_condition '" ~ delete_condition ~ "' names DBT_INTERNAL_DEST; it is a "
+        ~ "condition on the SELECT's row only (DBT_INTERNAL_SOURCE.<column>), e.g. DBT_INTERNAL_SOURCE.op = 'D'.") }}
+  {% endif %}
+
+  {#- Soft deletes: a boolean column set to true instead of deleting the row. -#}
+  {% set soft_column = config.get('soft_delete_column') %}
+  {% set soft_ts_column = config.get('soft_delete_timestamp_column') %}
+  {% if soft_ts_column and not soft_column %}
+    {{ dbt_merge.raise_merge_error("soft_delete_timestamp_column is set without soft_delete_column. Set "
+        ~ "soft_delete_column (the boolean column) too.") }}
+  {% endif %}
+  {% if soft_column and not (strategy == 'full_merge' or delete_condition) %}
+    {{ dbt_merge.raise_merge_error("soft_delete_column is set, but strategy '" ~ strategy ~ "' deletes nothing "
+        ~ "without delete_condition. Use strategy='full_merge' or set delete_condition.") }}
+  {% endif %}
+
+  {#- Dry run: every check and the exact counts, nothing written. -#}
+  {% set dry_run = config.get('dry_run', false) or var('dbt_merge_dry_run', false) in [true, 'true', 'True', 1, '1'] %}
 
   {% set cfg = {
     'strategy': strategy,
@@ -52,7 +128,17 @@
     'exclude_columns': dbt_merge.as_list(exclude_columns),
     'predicates': predicates,
     'on_schema_change': on_schema_change,
+    'max_delete_fraction': max_delete_fraction,
+    'key_outside_predicates': key_outside,
+    'check_columns': dbt_merge.as_list(check_columns) if check_columns is not none else none,
+    'detect_unchanged': detect_unchanged,
+    'update_condition': update_condition | trim if update_condition else none,
+    'delete_condition': delete_condition | trim if delete_condition else none,
+    'soft_delete': {'column': soft_column, 'timestamp_column': soft_ts_column or none} if soft_column else none,
+    'dry_run': dry_run,
+    'history_table': config.get('merge_history_table'),
   } %}
   {% do dbt_merge.validate_engine_config(cfg) %}
+  {% do dbt_merge.check_config_keys() %}
   {{ return(cfg) }}
 {% endmacro %}

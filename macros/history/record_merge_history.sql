@@ -1,0 +1,76 @@
+{#-
+  merge_history_table: append one row per merge (model, strategy, invocation, start and end, the
+  counts) to a table created on first use, in the model's schema unless the name is qualified
+  ('schema.table' or 'database.schema.table'). Several models may share one history table.
+  DuckDB writes the row in the merge's own transaction: it exists exactly when the merge
+  committed. Spark writes it after the MERGE has committed (Iceberg has no multi-table
+  transaction): a failure in between leaves a committed merge without its history row, never a
+  row for a merge that did not commit.
+-#}
+{% macro record_merge_history(name, target, strategy, stats, started_at) %}
+  {% set parts = name.split('.') %}
+  {% set relation = api.Relation.create(
+        database=parts[-3] if parts | length > 2 else target.database,
+        schema=parts[-2] if parts | length > 1 else target.schema,
+        identifier=parts[-1], type='table') %}
+  {% set finished_at = modules.datetime.datetime.utcnow() %}
+  {% set columns = [
+      ('model_unique_id', dbt_merge._history_type('string')), ('strategy', dbt_merge._history_type('string')),
+      ('invocation_id', dbt_merge._history_type('string')), ('started_at', 'timestamp'), ('finished_at', 'timestamp'),
+      ('inserted', 'bigint'), ('updated', 'bigint'), ('deleted', 'bigint'), ('unchanged', 'bigint'),
+      ('held_back', 'bigint'), ('total', 'bigint')] %}
+  {% set definitions = [] %}
+  {% for column, data_type in columns %}
+    {% do definitions.append(dbt_merge.quote_identifier(column) ~ ' ' ~ data_type) %}
+  {% endfor %}
+  {% do dbt_merge.run_statement('create table if not exists ' ~ relation ~ ' (' ~ definitions | join(', ') ~ ')'
+      ~ dbt_merge._history_table_options(), 'dbt_merge_history') %}
+  {% set values = [
+      dbt_merge._sql_string(model.unique_id), dbt_merge._sql_string(strategy), dbt_merge._sql_string(invocation_id),
+      "cast('" ~ started_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)",
+      "cast('" ~ finished_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)",
+      stats.inserted, stats.updated, stats.deleted, stats.unchanged,
+      stats.held_back if stats.held_back is defined else 'null', stats.total] %}
+  {% do dbt_merge.run_statement('insert into ' ~ relation ~ ' (' ~ dbt_merge.column_list(columns | map('first') | list)
+      ~ ') values (' ~ values | join(', ') ~ ')', 'dbt_merge_history') %}
+{% endmacro %}
+
+{#- A SQL string literal. -#}
+{% macro _sql_string(value) %}
+  {{ return(adapter.dispatch('_sql_string', 'dbt_merge')(value)) }}
+{% endmacro %}
+
+{% macro default___sql_string(value) %}
+  {{ return("'" ~ (value | string | replace("'", "''")) ~ "'") }}
+{% endmacro %}
+
+{# Spark reads '' inside a literal as two adjacent literals; it escapes with a backslash. #}
+{% macro spark___sql_string(value) %}
+  {{ return("'" ~ (value | string | replace('\\', '\\\\') | replace("'", "\\'")) ~ "'") }}
+{% endmacro %}
+
+{% macro _history_type(logical) %}
+  {{ return(adapter.dispatch('_history_type', 'dbt_merge')(logical)) }}
+{% endmacro %}
+
+{% macro default___history_type(logical) %}
+  {{ return('varchar' if logical == 'string' else logical) }}
+{% endmacro %}
+
+{% macro spark___history_type(logical) %}
+  {{ return(logical) }}
+{% endmacro %}
+
+{#- Spark: the history table in the model's table format when it is one with atomic appends. -#}
+{% macro _history_table_options() %}
+  {{ return(adapter.dispatch('_history_table_options', 'dbt_merge')()) }}
+{% endmacro %}
+
+{% macro default___history_table_options() %}
+  {{ return('') }}
+{% endmacro %}
+
+{% macro spark___history_table_options() %}
+  {% set file_format = (config.get('file_format') or 'parquet') | lower %}
+  {{ return(' using ' ~ (file_format if file_format in ['iceberg', 'delta'] else 'parquet')) }}
+{% endmacro %}

@@ -1,0 +1,106 @@
+{#-
+  on_schema_change, as dbt's incremental models apply it, planned before anything is written:
+  returns {target_columns (as they are now), names (the target's columns after the change),
+  added (dbt Columns), removed (dbt Columns), retyped ([{column, new_type}]), collations (lower
+  column name -> collation, see target_collations)}. Raises for 'fail'
+  and for any change the engine could not make (check_schema_changes), so that a refused run
+  has altered nothing. apply_schema_changes makes the change, just before the write.
+  Types are compared as the engine reports them.
+-#}
+{% macro plan_schema_changes(on_schema_change, target, source_columns, target_columns) %}
+  {% set target_names = target_columns | map(attribute='name') | list %}
+  {% set changes = {'target_columns': target_columns, 'names': target_names, 'added': [], 'removed': [], 'retyped': [],
+                     'collations': dbt_merge.target_collations(target)} %}
+  {% if on_schema_change == 'ignore' %}
+    {{ return(changes) }}
+  {% endif %}
+  {% set source_names = source_columns | map(attribute='name') | list %}
+  {% for col in source_columns %}
+    {% set match = target_columns | selectattr('name', 'equalto', dbt_merge._find_column(col.name, target_names)) | list %}
+    {% if not match %}
+      {% do changes.added.append(col) %}
+    {% elif match[0].data_type | lower != col.data_type | lower %}
+      {% do changes.retyped.append({'column': match[0], 'new_type': col.data_type}) %}
+    {% endif %}
+  {% endfor %}
+  {% for col in target_columns %}
+    {% if dbt_merge._find_column(col.name, source_names) is none %}
+      {% do changes.removed.append(col) %}
+    {% endif %}
+  {% endfor %}
+  {% if on_schema_change == 'append_new_columns' %}
+    {% do changes.update({'removed': [], 'retyped': []}) %}
+  {% endif %}
+  {% if not (changes.added or changes.removed or changes.retyped) %}
+    {{ return(changes) }}
+  {% endif %}
+
+  {% if on_schema_change == 'fail' %}
+    {{ dbt_merge.raise_merge_error("the SELECT's columns differ from " ~ target ~ " ("
+        ~ dbt_merge._describe_schema_changes(changes) ~ ") and on_schema_change is 'fail'. Set on_schema_change to "
+        ~ "'append_new_columns' or 'sync_all_columns', or run with --full-refresh. The target was not changed.") }}
+  {% endif %}
+  {% do dbt_merge.check_schema_changes(target, changes) %}
+  {% do changes.update({'names': target_names
+                                 | reject('in', changes.removed | map(attribute='name') | list) | list
+                                 + changes.added | map(attribute='name') | list}) %}
+  {{ return(changes) }}
+{% endmacro %}
+
+
+{#- Make the planned change (plan_schema_changes) to the target. -#}
+{% macro apply_schema_changes(target, changes) %}
+  {% if changes.added or changes.removed or changes.retyped %}
+    {% do log('dbt_merge ' ~ model.name ~ ': on_schema_change=' ~ config.get('on_schema_change') ~ ': '
+              ~ dbt_merge._describe_schema_changes(changes), info=true) %}
+    {% do dbt_merge.alter_target_columns(target, add=changes.added, remove=changes.removed, retype=changes.retyped) %}
+  {% endif %}
+{% endmacro %}
+
+
+{#- Refuse, before any ALTER, a schema change the engine cannot make. -#}
+{% macro check_schema_changes(target, changes) %}
+  {{ return(adapter.dispatch('check_schema_changes', 'dbt_merge')(target, changes)) }}
+{% endmacro %}
+
+{#- DuckDB alters inside the model's transaction: a change that fails rolls back with the rest. -#}
+{% macro default__check_schema_changes(target, changes) %}
+{% endmacro %}
+
+{# Spark: each ALTER commits on its own, so an impossible one must be refused before the first.
+   Iceberg (and Delta) change a column's type in place only to a wider type of the same kind:
+   int -> bigint, float -> double, decimal(p, s) -> decimal(p2, s) with p2 > p. #}
+{% macro spark__check_schema_changes(target, changes) %}
+  {% for r in changes.retyped %}
+    {% if not dbt_merge._spark_type_widens(r.column.data_type, r.new_type) %}
+      {{ dbt_merge.raise_merge_error("on_schema_change='sync_all_columns' would change column '" ~ r.column.name
+          ~ "' of " ~ target ~ " from " ~ r.column.data_type ~ " to " ~ r.new_type ~ ", which Spark table formats "
+          ~ "cannot do in place (only int -> bigint, float -> double, and a decimal's precision can grow). "
+          ~ "Cast the column in the SELECT to " ~ r.column.data_type ~ ", or run with --full-refresh to rebuild "
+          ~ "the table. Nothing was changed.") }}
+    {% endif %}
+  {% endfor %}
+{% endmacro %}
+
+{% macro _spark_type_widens(old, new) %}
+  {% set old = old | lower | replace(' ', '') %}
+  {% set new = new | lower | replace(' ', '') %}
+  {% if (old, new) in [('int', 'bigint'), ('integer', 'bigint'), ('float', 'double'), ('smallint', 'int'),
+                       ('smallint', 'bigint'), ('tinyint', 'int'), ('tinyint', 'bigint'), ('tinyint', 'smallint')] %}
+    {{ return(true) }}
+  {% endif %}
+  {% if old.startswith('decimal(') and new.startswith('decimal(') %}
+    {% set o = old[8:-1].split(',') %}
+    {% set n = new[8:-1].split(',') %}
+    {{ return(o | length == 2 and n | length == 2 and o[1] == n[1] and n[0] | int > o[0] | int) }}
+  {% endif %}
+  {{ return(false) }}
+{% endmacro %}
+
+{% macro _describe_schema_changes(changes) %}
+  {% set parts = [] %}
+  {% if changes.added %}{% do parts.append('new in the SELECT: ' ~ changes.added | map(attribute='name') | join(', ')) %}{% endif %}
+  {% if changes.removed %}{% do parts.append('missing from the SELECT: ' ~ changes.removed | map(attribute='name') | join(', ')) %}{% endif %}
+  {% for r in changes.retyped %}{% do parts.append('type of ' ~ r.column.name ~ ' ' ~ r.column.data_type ~ ' -> ' ~ r.new_type) %}{% endfor %}
+  {{ return(parts | join('; ')) }}
+{% endmacro %}

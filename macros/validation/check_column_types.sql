@@ -1,0 +1,137 @@
+{#-
+  Refuse, before anything is written, column types the merge cannot judge or store correctly.
+  - A key whose type family differs between the SELECT and the target (a string against a
+    number, a date or a boolean, ...): converting it would make '02' and '2' one key, or fail
+    on 'abc'. Skipped with on_schema_change='sync_all_columns', which retypes the target first.
+  - A nested column (struct, array, map) whose type differs between the SELECT and the target,
+    unless on_schema_change='sync_all_columns' changes it: its values cannot be converted.
+  - Engine-specific limits (spark__check_engine_column_types).
+  Other type differences are converted to the target's type (source_conversions).
+-#}
+{% macro check_column_types(plan) %}
+  {% set schema = plan.schema %}
+  {% if schema is not none %}
+    {% set sync = config.get('on_schema_change') == 'sync_all_columns' %}
+    {% set target_names = schema.target_columns | map(attribute='name') | list %}
+    {% for col in plan.source_columns %}
+      {% set found = dbt_merge._find_column(col.name, target_names) %}
+      {% if found is not none and not sync %}
+        {% set target_col = schema.target_columns | selectattr('name', 'equalto', found) | first %}
+        {% set source_family = dbt_merge._type_family(col.dtype) %}
+        {% set target_family = dbt_merge._type_family(target_col.dtype) %}
+        {% if col.name | lower in plan.key_columns | map('lower') | list
+              and source_family != target_family and 'other' not in [source_family, target_family] %}
+          {{ dbt_merge.raise_merge_error("unique_key column '" ~ col.name ~ "' has type " ~ col.dtype
+              ~ " in the model's SELECT but " ~ target_col.dtype ~ " in the target " ~ plan.target
+              ~ ": keys would be compared after an implicit cast, so two different source keys (e.g. '02' and '2') "
+              ~ "could match one target row. Cast the key in the SELECT to " ~ target_col.dtype
+              ~ ". The target was not changed.") }}
+        {% endif %}
+        {% if (source_family == 'nested' or target_family == 'nested')
+              and col.dtype | lower | replace(' ', '') != target_col.dtype | lower | replace(' ', '') %}
+          {{ dbt_merge.raise_merge_error("column '" ~ col.name ~ "' has type " ~ col.dtype
+              ~ " in the model's SELECT but " ~ target_col.dtype ~ " in the target " ~ plan.target
+              ~ ", and nested types are not converted. Make the SELECT produce " ~ target_col.dtype
+              ~ ", set on_schema_change='sync_all_columns' where the engine can change it, or run with "
+              ~ "--full-refresh. The target was not changed.") }}
+        {% endif %}
+      {% endif %}
+    {% endfor %}
+  {% endif %}
+  {% do adapter.dispatch('check_engine_column_types', 'dbt_merge')(plan) %}
+{% endmacro %}
+
+{% macro default__check_engine_column_types(plan) %}
+{% endmacro %}
+
+{# Spark:
+   - MAP values cannot be compared (INVALID_ORDERING_TYPE), so a map may not be a key, an
+     update column (whose change is detected) or, for deduplicate, any column (rows are compared).
+   - A NULL literal column has type void, which no table format stores.
+   - Iceberg reserves metadata column names (_file, _pos, ...): a table with such a column is
+     created but cannot be read.
+   - TIMESTAMP against TIMESTAMP_NTZ keys match only through the session time zone.
+   - With spark.sql.caseSensitive=true, a column whose name differs from the target's only in
+     case is another column. #}
+{% macro spark__check_engine_column_types(plan) %}
+  {% set key_lower = plan.key_columns | map('lower') | list %}
+  {% set compared = key_lower + (plan.update_columns | map('lower') | list if plan.schema is not none else []) %}
+  {% for col in plan.source_columns %}
+    {% set t = col.dtype | lower %}
+    {% if 'map<' in t and (plan.actions.dedupe or col.name | lower in compared) %}
+      {{ dbt_merge.raise_merge_error("column '" ~ col.name ~ "' has type " ~ col.dtype ~ ", and Spark cannot compare "
+          ~ "MAP values, which the merge must do for " ~ ("a key" if col.name | lower in key_lower
+          else ("every column with strategy 'deduplicate'" if plan.actions.dedupe else "the columns it updates"))
+          ~ ". Leave it out of the comparison with merge_exclude_columns, or convert it in the SELECT "
+          ~ "(e.g. to_json(" ~ col.name ~ ") or map_entries(...)). The target was not changed.") }}
+    {% endif %}
+    {% if t in ['void', 'null'] %}
+      {{ dbt_merge.raise_merge_error("column '" ~ col.name ~ "' of the SELECT has no type (it is a bare NULL). "
+          ~ "Cast it, e.g. cast(null as string) as " ~ col.name ~ ". The target was not changed.") }}
+    {% endif %}
+  {% endfor %}
+  {% if plan.schema is none or plan.schema.added %}
+    {% set new_columns = plan.source_names if plan.schema is none else plan.schema.added | map(attribute='name') | list %}
+    {% set reserved = ['_file', '_pos', '_deleted', '_spec_id', '_partition', '_change_type', '_change_ordinal',
+                       '_commit_snapshot_id', '_row_id', '_last_updated_sequence_number'] %}
+    {% if (config.get('file_format') or '') | lower == 'iceberg' %}
+      {% for name in new_columns if name | lower in reserved %}
+        {{ dbt_merge.raise_merge_error("column '" ~ name ~ "' has a name Iceberg reserves for metadata columns ("
+            ~ reserved | join(', ') ~ "); a table with it cannot be read. Rename it in the SELECT. "
+            ~ "The target was not changed.") }}
+      {% endfor %}
+    {% endif %}
+  {% endif %}
+  {% if plan.schema is not none %}
+    {% set target_names = plan.schema.target_columns | map(attribute='name') | list %}
+    {% set renamed = [] %}
+    {% for col in plan.source_columns %}
+      {% set found = dbt_merge._find_column(col.name, target_names) %}
+      {% if found is not none and found != col.name %}
+        {% do renamed.append(col.name ~ ' (target: ' ~ found ~ ')') %}
+      {% endif %}
+      {% if found is not none and col.name | lower in key_lower %}
+        {% set target_type = (plan.schema.target_columns | selectattr('name', 'equalto', found) | first).dtype | lower %}
+        {% if (col.dtype | lower == 'timestamp_ntz') != (target_type == 'timestamp_ntz')
+              and 'timestamp' in col.dtype | lower and 'timestamp' in target_type %}
+          {{ dbt_merge.raise_merge_error("unique_key column '" ~ col.name ~ "' is " ~ col.dtype ~ " in the SELECT but "
+              ~ target_type ~ " in the target: they match only through the session time zone, so the same "
+              ~ "rows could match or not depending on where dbt runs. Cast the key in the SELECT to "
+              ~ target_type ~ " (stating the time zone). The target was not changed.") }}
+        {% endif %}
+      {% endif %}
+    {% endfor %}
+    {% if renamed %}
+      {% set setting = dbt_merge.run_sql('set spark.sql.caseSensitive', 'dbt_merge_conf').rows %}
+      {% if setting and (setting[0][1] | string | lower) == 'true' %}
+        {{ dbt_merge.raise_merge_error("columns of the SELECT differ from the target's only in case ("
+            ~ renamed | join(', ') ~ ") and spark.sql.caseSensitive is true, so Spark sees other columns. "
+            ~ "Name them as the target does, or run with --full-refresh. The target was not changed.") }}
+      {% endif %}
+    {% endif %}
+  {% endif %}
+{% endmacro %}
+
+{#- string | number | temporal | boolean | nested | other, from a type name as DuckDB or Spark reports it. -#}
+{% macro _type_family(data_type) %}
+  {% set t = data_type | lower | trim %}
+  {% if t.startswith('struct') or t.startswith('map') or t.startswith('array') or t.endswith('[]')
+        or t.startswith('union') or t.startswith('list') %}
+    {{ return('nested') }}
+  {% endif %}
+  {% for family, prefixes in [
+        ('string', ['varchar', 'char', 'text', 'string', 'character', 'bpchar']),
+        ('number', ['tinyint', 'smallint', 'int', 'bigint', 'hugeint', 'uinteger', 'ubigint', 'usmallint',
+                    'utinyint', 'uhugeint', 'integer', 'long', 'short', 'byte', 'decimal', 'numeric',
+                    'double', 'float', 'real']),
+        ('temporal', ['date', 'timestamp', 'time', 'datetime']),
+        ('boolean', ['bool', 'boolean']),
+      ] %}
+    {% for prefix in prefixes %}
+      {% if t == prefix or t.startswith(prefix ~ '(') or t.startswith(prefix ~ ' ') or t.startswith(prefix ~ '_') %}
+        {{ return(family) }}
+      {% endif %}
+    {% endfor %}
+  {% endfor %}
+  {{ return('other') }}
+{% endmacro %}

@@ -1,0 +1,73 @@
+{#-
+  Which table formats the merge can write, checked before anything runs: the model's file_format
+  (what a first run or --full-refresh creates) and, on an incremental run, the format of the table
+  that exists, which is what the merge writes (a table built outside dbt, or before file_format
+  changed, may disagree with the config).
+-#}
+{% macro check_table_format(file_format, cfg) %}
+  {{ return(adapter.dispatch('check_table_format', 'dbt_merge')(file_format, cfg)) }}
+{% endmacro %}
+
+{% macro default__check_table_format(file_format, cfg) %}
+  {{ dbt_merge.raise_merge_error("no table formats for adapter '" ~ adapter.type() ~ "'.") }}
+{% endmacro %}
+
+{# Spark: iceberg, delta and hudi take MERGE INTO; parquet and orc tables, and Hive tables of
+   parquet or orc files, get the partitions the merge touches overwritten (overwrite_partitions).
+   Text formats (csv, json, text, Hive text) are refused: rewriting their untouched rows would not
+   give them back as they were (csv and json keep timestamps to the millisecond, a NULL and an
+   empty string can read back alike). #}
+{% macro spark__check_table_format(file_format, cfg) %}
+  {% set merge_formats = ['iceberg', 'delta', 'hudi'] %}
+  {% set overwrite_formats = ['parquet', 'orc', 'hive'] %}
+  {% if file_format not in merge_formats + overwrite_formats %}
+    {{ dbt_merge.raise_merge_error("file_format '" ~ file_format ~ "' is not supported on Spark: the merge writes "
+        ~ merge_formats | join(', ') ~ " tables with MERGE INTO and " ~ overwrite_formats | join(', ')
+        ~ " tables by overwriting the partitions it changes. Set config(file_format=...) to one of them.") }}
+  {% endif %}
+  {% if file_format == 'hive' %}
+    {% set stored = namespace(format='') %}
+    {% for key, value in (config.get('options') or {}).items() if key | lower == 'fileformat' %}
+      {% set stored.format = value | string | lower %}
+    {% endfor %}
+    {% if stored.format not in ['parquet', 'orc'] %}
+      {{ dbt_merge.raise_merge_error("file_format 'hive' creates a Hive table of text files unless "
+          ~ "options={'fileFormat': 'parquet'} (or 'orc') is set, and the merge rewrites only parquet and orc "
+          ~ "files. Add options={'fileFormat': 'parquet'} to the model's config.") }}
+    {% endif %}
+  {% endif %}
+
+  {% set existing = load_cached_relation(this) %}
+  {% if existing is none or existing.is_view or should_full_refresh() %}
+    {{ return(none) }}
+  {% endif %}
+  {% set storage = dbt_merge.table_storage(existing) %}
+  {% set described = storage.format if storage.provider in [storage.format, ''] else storage.provider ~ ' ' ~ storage.format %}
+  {% if storage.write is none %}
+    {{ dbt_merge.raise_merge_error("the table " ~ existing ~ " is stored as " ~ described ~ ", which the merge can "
+        ~ "neither MERGE INTO nor overwrite by partition (it writes " ~ merge_formats | join(', ')
+        ~ ", parquet and orc tables). Run with --full-refresh to rebuild it as file_format '" ~ file_format
+        ~ "'. The target was not changed.") }}
+  {% endif %}
+  {% if storage.write == 'overwrite' and cfg.on_schema_change == 'sync_all_columns' %}
+    {{ dbt_merge.raise_merge_error("on_schema_change 'sync_all_columns' cannot be applied to " ~ existing ~ ", a "
+        ~ described ~ " table: Spark drops and retypes columns only in tables with MERGE INTO ("
+        ~ merge_formats | join(', ') ~ "). Use on_schema_change='append_new_columns', or --full-refresh. "
+        ~ "The target was not changed.") }}
+  {% endif %}
+  {% if storage.write == 'overwrite' %}
+    {#- the partition rewrite knows insert, update, delete and unchanged rows only -#}
+    {% for option, value in [('merge_update_condition', cfg.update_condition), ('delete_condition', cfg.delete_condition),
+                             ('soft_delete_column', cfg.soft_delete)] if value %}
+      {{ dbt_merge.raise_merge_error(option ~ " is not supported yet on tables without MERGE INTO (" ~ existing
+          ~ " is a " ~ described ~ " table). Use an Iceberg or Delta table (file_format='iceberg', then "
+          ~ "--full-refresh). The target was not changed.") }}
+    {% endfor %}
+  {% endif %}
+  {% if storage.provider != file_format %}
+    {% do log('dbt_merge ' ~ model.name ~ ': ' ~ existing ~ ' is a ' ~ described ~ ' table but file_format is '
+        ~ file_format ~ ': it is merged as the table it is ('
+        ~ ('MERGE INTO' if storage.write == 'merge' else 'partition overwrite')
+        ~ '); --full-refresh rebuilds it as ' ~ file_format ~ '.', info=true) %}
+  {% endif %}
+{% endmacro %}
