@@ -47,14 +47,16 @@ def run_dbt(
     target: str,
     profiles_dir: str | Path | None = None,
     vars: dict | None = None,
+    callbacks: list | None = None,
 ) -> DbtRun:
-    """Run one dbt command in this process and return its node results."""
+    """Run one dbt command in this process and return its node results. `callbacks` receive
+    every event dbt fires (e.g. to collect warnings)."""
     import json
 
     cli = [*args, "--project-dir", str(project_dir), "--target", target]
     cli += ["--profiles-dir", str(profiles_dir or project_dir)]
     if vars:
         cli += ["--vars", json.dumps(vars)]
-    res = dbtRunner().invoke(cli)
+    res = dbtRunner(callbacks=callbacks or []).invoke(cli)
     results = list(getattr(res.result, "results", None) or [])
     return DbtRun(success=res.success, results=results, exception=res.exception)

@@ -36,6 +36,13 @@ class Bad:
     target_cols: list = field(default_factory=lambda: list(TARGET_COLS))
     engines: tuple[str, ...] = ("duckdb", "spark")
     ours: bool = True  # the package raises it (message starts with "dbt_merge: model '...':")
+    target_rows: list = field(default_factory=lambda: [dict(r) for r in TARGET_ROWS])
+    # the model's SELECT, `{source}` standing for the source relation (default: select *)
+    select: str | dict[str, str] = "select * from {source}"
+
+    def select_sql(self, engine: str, source: str) -> str:
+        sql = self.select if isinstance(self.select, str) else self.select[engine]
+        return sql.format(source=source)
 
     def excerpt(self, engine: str) -> str:
         return self.message if isinstance(self.message, str) else self.message[engine]
@@ -241,35 +248,30 @@ CATALOGUE: list[Bad] = [
         source_rows=_with(SOURCE_ROWS, region="eu"),
     ),
     Bad(
-        "spark_parquet",
-        "Spark: `file_format='parquet'` (no MERGE support)",
-        {"unique_key": "id", "file_format": "parquet"},
-        "file_format 'parquet' does not support MERGE on Spark",
-        "Set `file_format` to iceberg, delta or hudi.",
+        "spark_text_format",
+        "Spark: a `file_format` the merge cannot rewrite faithfully (csv, json, text)",
+        {"unique_key": "id", "file_format": "csv"},
+        "file_format 'csv' is not supported on Spark",
+        "Use iceberg, delta or hudi (MERGE INTO), or parquet, orc or Hive parquet/orc (partition "
+        "overwrite).",
         engines=("spark",),
     ),
     Bad(
-        "spark_default_format",
-        "Spark: no `file_format` (dbt-spark defaults to parquet)",
-        {"unique_key": "id", "file_format": None},
-        "file_format 'parquet' does not support MERGE on Spark",
-        "Set `file_format='iceberg'` (or delta, hudi).",
+        "spark_hive_text",
+        "Spark: `file_format='hive'` without `options={'fileFormat': 'parquet'}` (Hive text)",
+        {"unique_key": "id", "file_format": "hive"},
+        "file_format 'hive' creates a Hive table of text files unless",
+        "Add `options={'fileFormat': 'parquet'}` (or `'orc'`).",
         engines=("spark",),
     ),
     Bad(
-        "type_mismatch_value",
-        "type mismatch: a source column cannot be cast to the target column's type "
-        "(string 'abc' into a double)",
+        "key_not_storable",
+        "a key value the target's key type cannot hold (1e300 into a BIGINT key)",
         {"unique_key": "id"},
-        {
-            "duckdb": "Could not convert string 'abc' to DOUBLE",
-            "spark": "Cannot safely cast",
-        },
-        "Cast the column in the SELECT to the table's type, or change the table "
-        "(`on_schema_change='sync_all_columns'` / `--full-refresh`).",
-        source_cols=[("id", "int"), ("name", "str"), ("amount", "str"), ("updated_at", "ts")],
-        source_rows=_with(SOURCE_ROWS, amount="abc"),
-        ours=False,
+        "column 'id' has 1 value(s) that cannot be stored in the target's type",
+        "Convert or filter the keys in the SELECT.",
+        select="select cast(case when id = 2 then 2.0 else 1e300 end as double) as id,"
+        " name, amount, updated_at from {source}",
     ),
     Bad(
         "type_mismatch_key",
@@ -282,5 +284,210 @@ CATALOGUE: list[Bad] = [
         "Cast the key in the SELECT to the table's type.",
         source_cols=[("id", "str"), ("name", "str"), ("amount", "float"), ("updated_at", "ts")],
         source_rows=[{**SOURCE_ROWS[0], "id": "2"}, {**SOURCE_ROWS[1], "id": "3"}],
+    ),
+    Bad(
+        "key_narrows_to_duplicate",
+        "keys distinct in the SELECT become one key in the target's type (DECIMAL 2.2 and 2.4 "
+        "into a BIGINT key)",
+        {"unique_key": "id"},
+        "1 unique_key value(s) occur more than once in the model's SELECT, e.g. (id) = (2) "
+        "(keys compared as the target stores them: id as",
+        "Make the keys unique in the target's type (round or cast them in the SELECT yourself).",
+        select="select cast(case when id = 2 then 2.2 else 2.4 end as decimal(5, 1)) as id, name,"
+        " amount, updated_at from {source}",
+    ),
+    Bad(
+        "timestamps_into_date_key",
+        "two timestamps of one day into a DATE key",
+        {"unique_key": "day"},
+        "1 unique_key value(s) occur more than once in the model's SELECT,"
+        " e.g. (day) = (2024-02-01)",
+        "Truncate the timestamps to the key's type in the SELECT and deduplicate "
+        "(`strategy='deduplicate'`).",
+        target_cols=[("day", "date"), ("name", "str")],
+        target_rows=[{"day": dt.date(2024, 1, 1), "name": "a"}],
+        source_cols=[("day", "ts"), ("name", "str")],
+        source_rows=[{"day": T1, "name": "x"}, {"day": T1 + dt.timedelta(hours=5), "name": "y"}],
+    ),
+    Bad(
+        "target_duplicate_key",
+        "the existing table already holds a key of the SELECT twice (made outside the package)",
+        {"unique_key": "id"},
+        "already holds 1 extra row(s) for keys of the SELECT, e.g. (id) = (2)",
+        "Remove the duplicate rows from the table, or rebuild it with `--full-refresh`.",
+        target_rows=[*TARGET_ROWS, {**TARGET_ROWS[1], "name": "b again"}],
+    ),
+    Bad(
+        "key_outside_predicates",
+        "a SELECT row whose key the table holds only outside `incremental_predicates`",
+        {"unique_key": "id", "incremental_predicates": ["DBT_INTERNAL_DEST.id >= 3"]},
+        "1 row(s) of the SELECT have a key that the target holds only outside "
+        "incremental_predicates, e.g. (id) = (2)",
+        "Widen the predicates, filter those rows out of the SELECT, or set "
+        "`on_key_outside_predicates='insert'` (dbt's behaviour: a second row for that key).",
+    ),
+    Bad(
+        "key_outside_predicates_unknown",
+        "`on_key_outside_predicates` not one of fail, insert",
+        {"unique_key": "id", "on_key_outside_predicates": "skip"},
+        "on_key_outside_predicates 'skip' is not one of: fail, insert",
+        "Use `fail` (default) or `insert`.",
+    ),
+    Bad(
+        "predicate_names_source",
+        "an `incremental_predicates` condition naming `DBT_INTERNAL_SOURCE`",
+        {"unique_key": "id", "incremental_predicates": ["DBT_INTERNAL_SOURCE.id > 0"]},
+        "incremental_predicates condition 'DBT_INTERNAL_SOURCE.id > 0' names DBT_INTERNAL_SOURCE",
+        "Name target columns only (`DBT_INTERNAL_DEST.<column>`); filter the SELECT itself.",
+    ),
+    Bad(
+        "mass_delete_empty_select",
+        "full_merge with an empty SELECT (an empty upstream) against a non-empty table",
+        {"strategy": "full_merge", "unique_key": "id"},
+        "full_merge would delete 2 of the 2 target rows it considers (100.0%), more than "
+        "max_delete_fraction=0.5 allows: the SELECT is empty",
+        "Check the model and its upstream; set `max_delete_fraction=1` if deleting everything is "
+        "intended.",
+        source_rows=[],
+    ),
+    Bad(
+        "mass_delete_fraction",
+        "full_merge would delete more than `max_delete_fraction` of the table's rows",
+        {"strategy": "full_merge", "unique_key": "id", "max_delete_fraction": 0.4},
+        "full_merge would delete 1 of the 2 target rows it considers (50.0%), more than "
+        "max_delete_fraction=0.4 allows",
+        "Check the SELECT (a leftover filter, e.g. `is_incremental()`); raise "
+        "`max_delete_fraction` if intended.",
+    ),
+    Bad(
+        "max_delete_fraction_invalid",
+        "`max_delete_fraction` not a number from 0 to 1",
+        {"strategy": "full_merge", "unique_key": "id", "max_delete_fraction": 2},
+        "max_delete_fraction 2 is not a number from 0 to 1",
+        "Set a fraction from 0 to 1 (default 0.5; 1 allows any delete).",
+    ),
+    Bad(
+        "spark_retype_impossible",
+        "Spark: `on_schema_change='sync_all_columns'` would change a column's type in a way the "
+        "table format cannot (double to string)",
+        {"unique_key": "id", "on_schema_change": "sync_all_columns"},
+        "on_schema_change='sync_all_columns' would change column 'amount'",
+        "Cast the column in the SELECT to the table's type, or `--full-refresh`.",
+        source_cols=[("id", "int"), ("name", "str"), ("amount", "str"), ("updated_at", "ts")],
+        source_rows=_with(SOURCE_ROWS, amount="x"),
+        engines=("spark",),
+    ),
+    Bad(
+        "spark_map_compared",
+        "Spark: a MAP column that the merge must compare (deduplicate compares whole rows)",
+        {"strategy": "deduplicate", "unique_key": "id"},
+        "Spark cannot compare MAP values",
+        "Exclude it with `merge_exclude_columns`, or convert it in the SELECT (`to_json`).",
+        select="select *, map('k', id) as tags from {source}",
+        engines=("spark",),
+    ),
+    Bad(
+        "spark_null_column",
+        "Spark: a bare `null as x` column (type void)",
+        {"unique_key": "id", "on_schema_change": "append_new_columns"},
+        "column 'note' of the SELECT has no type (it is a bare NULL)",
+        "Cast it: `cast(null as string) as note`.",
+        select="select *, null as note from {source}",
+        engines=("spark",),
+    ),
+    Bad(
+        "spark_iceberg_reserved_name",
+        "Spark/Iceberg: a column named like an Iceberg metadata column (`_pos`, `_file`, ...)",
+        {"unique_key": "id", "on_schema_change": "append_new_columns"},
+        "column '_pos' has a name Iceberg reserves for metadata columns",
+        "Rename the column in the SELECT.",
+        select="select *, id as _pos from {source}",
+        engines=("spark",),
+    ),
+    Bad(
+        "spark_timestamp_ntz_key",
+        "Spark: a TIMESTAMP_NTZ key against a TIMESTAMP key (matches depend on the session time "
+        "zone)",
+        {"unique_key": ["id", "updated_at"]},
+        "unique_key column 'updated_at' is timestamp_ntz in the SELECT but timestamp",
+        "Cast the key in the SELECT to the table's type, stating the time zone.",
+        select="select id, name, amount, cast(updated_at as timestamp_ntz) as updated_at"
+        " from {source}",
+        engines=("spark",),
+    ),
+    Bad(
+        "update_condition_wrong_strategy",
+        "`merge_update_condition` with strategy `insert` (which never updates)",
+        {"strategy": "insert", "unique_key": "id",
+         "merge_update_condition": "DBT_INTERNAL_SOURCE.updated_at > DBT_INTERNAL_DEST.updated_at"},
+        "merge_update_condition is set but strategy 'insert' never updates a row",
+        "Use upsert, update, full_merge or deduplicate, or remove the condition.",
+    ),
+    Bad(
+        "condition_unknown_column",
+        "a condition naming a column the SELECT (or the table) does not have",
+        {"unique_key": "id", "merge_update_condition": "DBT_INTERNAL_SOURCE.version > 1"},
+        "merge_update_condition names DBT_INTERNAL_SOURCE.version, which is not a column of the "
+        "model's SELECT",
+        "Fix the condition (`DBT_INTERNAL_SOURCE.<column>` of the SELECT, "
+        "`DBT_INTERNAL_DEST.<column>` of the table).",
+    ),
+    Bad(
+        "delete_condition_names_dest",
+        "`delete_condition` naming `DBT_INTERNAL_DEST`",
+        {"unique_key": "id", "delete_condition": "DBT_INTERNAL_DEST.amount < 0"},
+        "delete_condition 'DBT_INTERNAL_DEST.amount < 0' names DBT_INTERNAL_DEST",
+        "Write it over the SELECT's row only, e.g. `DBT_INTERNAL_SOURCE.op = 'D'`.",
+    ),
+    Bad(
+        "delete_condition_wrong_strategy",
+        "`delete_condition` with strategy `insert`",
+        {"strategy": "insert", "unique_key": "id",
+         "delete_condition": "DBT_INTERNAL_SOURCE.id < 0"},
+        "delete_condition is set but strategy 'insert' never deletes",
+        "Use upsert, update, full_merge or deduplicate.",
+    ),
+    Bad(
+        "soft_delete_wrong_strategy",
+        "`soft_delete_column` with a strategy that deletes nothing (no `delete_condition`)",
+        {"unique_key": "id", "soft_delete_column": "is_deleted"},
+        "soft_delete_column is set, but strategy 'upsert' deletes nothing without delete_condition",
+        "Use `strategy='full_merge'` or set `delete_condition`.",
+    ),
+    Bad(
+        "soft_delete_timestamp_alone",
+        "`soft_delete_timestamp_column` without `soft_delete_column`",
+        {"strategy": "full_merge", "unique_key": "id",
+         "soft_delete_timestamp_column": "deleted_at"},
+        "soft_delete_timestamp_column is set without soft_delete_column",
+        "Set `soft_delete_column` too.",
+    ),
+    Bad(
+        "soft_delete_column_not_in_table",
+        "`soft_delete_column` missing from an existing table (with `on_schema_change='ignore'`)",
+        {"strategy": "full_merge", "unique_key": "id", "soft_delete_column": "is_deleted"},
+        "soft_delete column 'is_deleted' is not a column of the target",
+        "Add it with `on_schema_change='append_new_columns'`, or `--full-refresh`.",
+    ),
+    Bad(
+        "check_columns_and_no_detection",
+        "both `merge_check_columns` and `detect_unchanged=false`",
+        {"unique_key": "id", "merge_check_columns": ["updated_at"], "detect_unchanged": False},
+        "merge_check_columns and detect_unchanged=false are both set",
+        "Set only one of them.",
+    ),
+    Bad(
+        "check_columns_unknown",
+        "`merge_check_columns` names a column that does not exist",
+        {"unique_key": "id", "merge_check_columns": ["updated"]},
+        "merge_check_columns names column 'updated', which is not a non-key column",
+        "Fix `merge_check_columns`.",
+    ),
+    Bad(
+        "detect_unchanged_invalid",
+        "`detect_unchanged` not true or false",
+        {"unique_key": "id", "detect_unchanged": "sometimes"},
+        "detect_unchanged sometimes is not true or false",
+        "Set `detect_unchanged` to true (default) or false.",
     ),
 ]

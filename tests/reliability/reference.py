@@ -3,12 +3,27 @@
 Rows are dicts (column -> value). `None` is SQL NULL. Two values are "the same" when both are
 NULL, both are NaN, or they compare equal (so 0.0 and -0.0 are the same, as in SQL).
 
-    merge(strategy, source, target, key, ...) -> (rows after, stats)
+    merge(strategy, source, target, key, opts, types=..., engine=...) -> (rows after, stats)
 
-Target rows whose key has a NULL are kept and never matched (see merge()).
-`target=None` means the table does not exist yet (first run): it is built from the checked,
-deduplicated source and every row counts as inserted. Bad source rows raise MergeError before
-anything is "written", with `kind` one of: null_key, duplicate_key, dedup_tie, dedup_differ.
+`target=None` means the table does not exist yet (first run, or --full-refresh): it is built
+from the checked, deduplicated source and every row counts as inserted. Otherwise the rules
+are those of issue 10 (the lead's SEMANTICS_10.md, section numbers below):
+
+- §4 the SELECT's values are converted to the target's column types as the engine stores them
+  (coltypes.convert); keys are matched and checked for uniqueness, and value columns compared
+  for change detection, on the converted values; a key or value the target cannot store fails
+  the run (main's README: values too);
+- §5 a SELECT key matching more than one considered target row fails the run; duplicate target
+  keys the SELECT does not contain are left alone (full_merge deletes and counts each row);
+- §6 a key found only outside incremental_predicates fails the run for the inserting strategies
+  unless on_key_outside_predicates='insert' (then it is inserted again);
+- §2 full_merge refuses to delete more than max_delete_fraction (default 0.5) of the considered
+  target rows.
+
+"Considered" target rows have no NULL key and satisfy incremental_predicates; the others are
+kept as they are by every strategy and never counted. Bad input raises MergeError before
+anything is "written". Its `kinds` are every error the input deserves at the first check stage
+that fails (STAGES): the package may report any one of them.
 """
 
 from __future__ import annotations
@@ -16,6 +31,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any
+
+from .coltypes import ConversionError, convert, family, fold
 
 Row = dict[str, Any]
 
@@ -28,11 +45,22 @@ STRATEGIES = {
     "deduplicate": ("update", "insert", "keep", True),
 }
 
+# Error kinds in the order the checks run; kinds of one stage may be reported in any order.
+STAGES = [
+    ["config_max_delete_fraction", "config_on_key_outside"],  # config, before any SQL
+    ["key_type"],  # then the SELECT's rows: storable, keys not NULL, then unique
+    ["key_conversion", "value_conversion", "null_key"],
+    ["duplicate_key", "dedup_tie", "dedup_differ"],
+    ["target_duplicate_key", "key_outside_predicates", "mass_delete"],
+]
+DEFAULT_MAX_DELETE_FRACTION = 0.5
+
 
 class MergeError(Exception):
-    def __init__(self, kind: str, detail: str = ""):
+    def __init__(self, kind: str, detail: str = "", also: tuple[str, ...] = ()):
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
+        self.kinds = (kind, *also)
 
 
 @dataclass
@@ -42,9 +70,11 @@ class Stats:
     deleted: int = 0
     unchanged: int = 0
     total: int = 0
+    held_back: int = 0  # merge_update_condition: the sixth number, after the total
 
     def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
+        """The five numbers every run reports."""
+        return {k: v for k, v in self.__dict__.items() if k != "held_back"}
 
 
 @dataclass(frozen=True)
@@ -58,8 +88,30 @@ class Options:
     update_columns: list[str] | None = None  # merge_update_columns
     exclude_columns: list[str] = field(default_factory=list)  # merge_exclude_columns
     dedup_order_by: list[OrderTerm] = field(default_factory=list)
-    # incremental_predicates, as `DBT_INTERNAL_DEST.<column> >= <value>` (int column)
+    # incremental_predicates, as `DBT_INTERNAL_DEST.<column> >= <value>` (a numeric column)
     predicate: tuple[str, int] | None = None
+    on_key_outside: Any = None  # on_key_outside_predicates; None: not set
+    max_delete_fraction: Any = None  # None: not set (the default applies)
+    check_columns: list[str] | None = None  # merge_check_columns
+    detect_unchanged: bool | None = None  # None: not set (true)
+    # merge_update_condition `DBT_INTERNAL_SOURCE.<c> > DBT_INTERNAL_DEST.<c>`: the column c
+    update_condition: str | None = None
+    # delete_condition `DBT_INTERNAL_SOURCE.<c> = <v>`: (c, v)
+    delete_condition: tuple[str, int] | None = None
+
+    def updates(self, source_row: Row, target_row: Row) -> bool:
+        """merge_update_condition on a matched, changed row (NULL compares false)."""
+        if self.update_condition is None:
+            return True
+        a, b = source_row[self.update_condition], target_row[self.update_condition]
+        return a is not None and b is not None and a > b
+
+    def deletes(self, source_row: Row) -> bool:
+        """delete_condition on a SELECT row (NULL compares false)."""
+        if self.delete_condition is None:
+            return False
+        column, value = self.delete_condition
+        return source_row[column] is not None and source_row[column] == value
 
     def in_scope(self, target_row: Row) -> bool:
         """Is a target row inside incremental_predicates (NULL compares false)?"""
@@ -69,8 +121,18 @@ class Options:
         return target_row[column] is not None and target_row[column] >= value
 
 
+class Unknown:
+    """A value the reference cannot predict (a column computed by random()): it differs from
+    every other value, itself included, so a row holding one always counts as changed."""
+
+    def __repr__(self) -> str:
+        return "<unknown>"
+
+
 def same(a: Any, b: Any) -> bool:
     """NULL-safe equality (NULL = NULL, NaN = NaN)."""
+    if isinstance(a, Unknown) or isinstance(b, Unknown):
+        return False
     if a is None or b is None:
         return a is None and b is None
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
@@ -88,20 +150,25 @@ def value_token(v: Any) -> tuple:
         if math.isnan(v):
             return (3, "nan")
         return (2, v + 0.0)  # -0.0 + 0.0 == 0.0
+    if isinstance(v, Unknown):
+        return (5, id(v))
     return (4, type(v).__name__, v)
 
 
-def row_token(row: Row, columns: list[str]) -> tuple:
-    return tuple(value_token(row[c]) for c in columns)
+def row_token(row: Row, columns: list[str], types: dict[str, str] | None = None) -> tuple:
+    """The row's value tokens, each value folded as its column's type compares it."""
+    types = types or {}
+    return tuple(value_token(fold(row[c], types.get(c, ""))) for c in columns)
 
 
 def _order_value(v: Any, descending: bool) -> tuple:
-    """Sort key for one dedup_order_by term: NULLs last in both directions."""
+    """Sort key for one dedup_order_by term: NULLs last in both directions, NaN above every
+    other number (§8)."""
     if v is None:
         return (1, 0)
-    if descending:
-        return (0, _Reversed(v))
-    return (0, v)
+    if isinstance(v, float):
+        v = (1, 0.0) if math.isnan(v) else (0, v + 0.0)
+    return (0, _Reversed(v) if descending else v)
 
 
 class _Reversed:
@@ -122,38 +189,64 @@ def update_columns(columns: list[str], key: list[str], opts: Options) -> list[st
     return [c for c in non_key if c not in opts.exclude_columns]
 
 
-def check_and_dedupe(strategy: str, source: list[Row], key: list[str], opts: Options) -> list[Row]:
-    """The source as it will be merged: one row per key, or MergeError."""
-    columns = list(source[0]) if source else []
-    for k in key:
-        nulls = sum(1 for r in source if r[k] is None)
-        if nulls:
-            raise MergeError("null_key", f"{k} NULL in {nulls} rows")
+def config_errors(strategy: str, opts: Options) -> list[str]:
+    kinds = []
+    mdf = opts.max_delete_fraction
+    if mdf is not None and (
+        isinstance(mdf, bool) or not isinstance(mdf, int | float) or not 0 <= mdf <= 1
+    ):
+        kinds.append("config_max_delete_fraction")
+    if opts.on_key_outside not in (None, "fail", "insert"):
+        kinds.append("config_on_key_outside")
+    return kinds
+
+
+def _raise_first_stage(kinds: list[str], detail: str = "") -> None:
+    for stage in STAGES:
+        found = [k for k in stage if k in kinds]
+        if found:
+            raise MergeError(found[0], detail, tuple(found[1:]))
+
+
+def _key_groups(
+    rows: list[Row], key: list[str], types: dict[str, str] | None = None
+) -> dict[tuple, list[Row]]:
     groups: dict[tuple, list[Row]] = {}
-    for r in source:
-        groups.setdefault(tuple(value_token(r[k]) for k in key), []).append(r)
+    for r in rows:
+        groups.setdefault(row_token(r, key, types), []).append(r)
+    return groups
+
+
+def dedupe_errors(strategy: str, rows: list[Row], key: list[str], opts: Options, types=None):
+    """(one row per key, error kinds): duplicate keys, or deduplicate's ties and differences."""
+    columns = list(rows[0]) if rows else []
     dedupe = STRATEGIES[strategy][3]
-    chosen = []
-    for kt, rows in groups.items():
-        if len(rows) == 1:
-            chosen.append(rows[0])
-            continue
-        if not dedupe:
-            raise MergeError("duplicate_key", repr(kt))
-        if opts.dedup_order_by:
+    chosen, kinds = [], []
+    for group in _key_groups(rows, key, types).values():
+        first = group
+        if len(group) > 1 and not dedupe:
+            kinds.append("duplicate_key")
+        elif len(group) > 1 and opts.dedup_order_by:
 
             def order(r: Row) -> tuple:
                 return tuple(_order_value(r[t.column], t.descending) for t in opts.dedup_order_by)
 
-            best = min(rows, key=order)
-            first = [r for r in rows if order(r) == order(best)]
-        else:
-            first = rows
-        variants = {row_token(r, columns) for r in first}
-        if len(variants) > 1:
-            raise MergeError("dedup_tie" if opts.dedup_order_by else "dedup_differ", repr(kt))
+            best = min(group, key=order)
+            first = [r for r in group if order(r) == order(best)]
+        if len({row_token(r, columns, types) for r in first}) > 1 and dedupe:
+            kinds.append("dedup_tie" if opts.dedup_order_by else "dedup_differ")
         chosen.append(first[0])
-    return chosen
+    return chosen, kinds
+
+
+def check_and_dedupe(strategy: str, source: list[Row], key: list[str], opts: Options) -> list[Row]:
+    """The source as it will be merged: one row per key, or MergeError."""
+    kinds = config_errors(strategy, opts)
+    kinds += ["null_key" for k in key if any(r[k] is None for r in source)]
+    if not kinds:
+        rows, kinds = dedupe_errors(strategy, source, key, opts)
+    _raise_first_stage(kinds)
+    return rows
 
 
 def merge(
@@ -162,33 +255,96 @@ def merge(
     target: list[Row] | None,
     key: list[str],
     opts: Options | None = None,
+    *,
+    types: dict[str, tuple[str, str]] | None = None,
+    engine: str = "duckdb",
 ) -> tuple[list[Row], Stats]:
+    """`types`: column -> (type in the SELECT, type in the target); None: the same types."""
     opts = opts or Options()
-    matched_action, source_only, target_only, _ = STRATEGIES[strategy]
-    rows = check_and_dedupe(strategy, source, key, opts)
-    if target is None:
+    if target is None:  # a first build: rows delete_condition marks delete nothing, load nothing
+        rows = [r for r in check_and_dedupe(strategy, source, key, opts) if not opts.deletes(r)]
         return [dict(r) for r in rows], Stats(inserted=len(rows), total=len(rows))
 
     columns = list(target[0]) if target else (list(source[0]) if source else [])
+    types = types or {}
+    stored = {c: types[c][1] for c in types}  # the target's types
+    kinds = config_errors(strategy, opts)
+    kinds += [
+        "key_type"
+        for k in key
+        if k in types
+        and "other" not in {family(types[k][0]), family(types[k][1])}
+        and family(types[k][0]) != family(types[k][1])
+    ]
+    _raise_first_stage(kinds)
+
+    # §4: the SELECT as the target would store it. Values that do not fit fail the run.
+    kinds += ["null_key" for k in key if any(r[k] is None for r in source)]
+    converted = []
+    for r in source:
+        failed = [c for c, v in r.items() if c in types and _fails(v, types[c], engine)]
+        kinds += ["key_conversion" if c in key else "value_conversion" for c in failed]
+        if not failed:
+            converted.append({c: convert(v, *types[c], engine) if c in types else v
+                              for c, v in r.items()})  # fmt: skip
+    rows, dedupe_kinds = dedupe_errors(strategy, converted, key, opts, stored)
+    kinds += dedupe_kinds
+    _raise_first_stage(kinds)
+
+    matched_action, source_only, target_only, _ = STRATEGIES[strategy]
     upd = update_columns(columns, key, opts) if matched_action == "update" else []
-    # A target row with a NULL key can match no source row (source keys are never NULL), and
-    # incremental_predicates hide the rows they exclude: such rows are outside the merge, kept
-    # as they are by every strategy and not counted.
-    by_key = {
-        tuple(value_token(t[k]) for k in key): i
-        for i, t in enumerate(target)
-        if all(t[k] is not None for k in key) and opts.in_scope(t)
-    }
+    # a matched row is changed when one of these differs (merge_check_columns: any non-key
+    # column, updated or not), or always (detect_unchanged=false); never without update columns
+    check = upd if opts.check_columns is None else list(opts.check_columns)
+    considered: dict[tuple, list[int]] = {}
+    outside: set[tuple] = set()
+    for i, t in enumerate(target):
+        if any(t[k] is None for k in key):
+            continue  # a NULL key can match no source row: kept, not counted
+        kt = row_token(t, key, stored)
+        if opts.in_scope(t):
+            considered.setdefault(kt, []).append(i)
+        else:
+            outside.add(kt)
+    source_keys = {row_token(r, key, stored) for r in rows}
+    for kt in source_keys:
+        hits = considered.get(kt, [])
+        if len(hits) > 1:
+            kinds.append("target_duplicate_key")
+        elif not hits and source_only == "insert" and kt in outside:
+            if opts.on_key_outside != "insert":
+                kinds.append("key_outside_predicates")
+    if target_only == "delete":
+        n_considered = sum(len(v) for v in considered.values())
+        doomed = sum(len(v) for kt, v in considered.items() if kt not in source_keys)
+        # rows delete_condition deletes count against max_delete_fraction too
+        doomed += sum(1 for r in rows if opts.deletes(r) and considered.get(
+            row_token(r, key, stored)))
+        limit = opts.max_delete_fraction
+        limit = DEFAULT_MAX_DELETE_FRACTION if limit is None else limit
+        if doomed > 0 and doomed > limit * n_considered:
+            kinds.append("mass_delete")
+    _raise_first_stage(kinds)
+
     out: list[Row | None] = [dict(t) for t in target]
     stats = Stats()
-    seen = set()
     inserts = []
     for r in rows:
-        kt = tuple(value_token(r[k]) for k in key)
-        if kt in by_key:
-            seen.add(kt)
-            t = out[by_key[kt]]
-            if any(not same(r[c], t[c]) for c in upd):
+        hits = considered.get(row_token(r, key, stored), [])
+        if opts.deletes(r):  # deletes the row of its key, if any; never inserted
+            if hits:
+                out[hits[0]] = None
+                stats.deleted += 1
+            continue
+        if hits:
+            t = out[hits[0]]
+            # no update column (all excluded): nothing can be written, the row is unchanged
+            if upd and (opts.detect_unchanged is False or any(
+                not same(*(fold(v, stored.get(c, "")) for v in (r[c], t[c]))) for c in check
+            )):
+                if not opts.updates(r, t):
+                    stats.held_back += 1  # changed, but the condition keeps it as it is
+                    continue
                 for c in upd:
                     t[c] = r[c]
                 stats.updated += 1
@@ -198,15 +354,27 @@ def merge(
             inserts.append({c: r.get(c) for c in columns})
             stats.inserted += 1
     if target_only == "delete":
-        for kt, i in by_key.items():
-            if kt not in seen:
-                out[i] = None
-                stats.deleted += 1
+        for kt, hits in considered.items():
+            if kt not in source_keys:
+                for i in hits:
+                    out[i] = None
+                    stats.deleted += 1
     result = [r for r in out if r is not None] + inserts
     stats.total = len(result)
     return result, stats
 
 
-def canonical(rows: list[Row], columns: list[str]) -> list[tuple]:
-    """Rows as a sorted list of value tokens: equal lists mean equal tables (as multisets)."""
-    return sorted((row_token(r, columns) for r in rows), key=repr)
+def _fails(value, pair: tuple[str, str], engine: str) -> bool:
+    try:
+        convert(value, *pair, engine)
+    except ConversionError:
+        return True
+    return False
+
+
+def canonical(
+    rows: list[Row], columns: list[str], types: dict[str, str] | None = None
+) -> list[tuple]:
+    """Rows as a sorted list of value tokens: equal lists mean equal tables (as multisets).
+    `types` (column -> logical type) folds the values of NOCASE columns."""
+    return sorted((row_token(r, columns, types) for r in rows), key=repr)

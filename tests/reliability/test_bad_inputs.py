@@ -11,7 +11,7 @@ import pytest
 from dbt_helpers import run_dbt
 
 from .catalogue import CATALOGUE, SOURCE_ROWS, TARGET_COLS, TARGET_ROWS, Bad
-from .harness import PROFILES_DIR, DuckEngine, SparkEngine, make_project, model_sql
+from .harness import PROFILES_DIR, DuckEngine, SparkEngine, ThriftEngine, make_project, model_sql
 from .reference import Options, OrderTerm, canonical, merge
 
 DOCS = Path(__file__).resolve().parents[2] / "README.md"
@@ -84,7 +84,7 @@ WEIRD_MODELS = {
     "w_dedupe": ("deduplicate", Options(dedup_order_by=[OrderTerm("order", True)]), WEIRD_SOURCE),
     "w_full": (
         "full_merge",
-        Options(update_columns=["it's", 'x"; drop table t; --']),
+        Options(update_columns=["it's", 'x"; drop table t; --'], max_delete_fraction=1),
         [WEIRD_SOURCE[0], WEIRD_SOURCE[3]],
     ),
 }
@@ -98,6 +98,8 @@ def _weird_config(strategy: str, opts: Options) -> dict:
         ]
     if opts.update_columns is not None:
         cfg["merge_update_columns"] = opts.update_columns
+    if opts.max_delete_fraction is not None:
+        cfg["max_delete_fraction"] = opts.max_delete_fraction  # w_full deletes 2 of 3 rows
     return cfg
 
 
@@ -109,21 +111,21 @@ def _run(engine, tmp: Path):
     engine.setup(SCHEMA, src)
     models = {}
     for bad in CATALOGUE:
-        if engine.name not in bad.engines:
+        if engine.dialect not in bad.engines:
             continue
         name = f"b_{bad.id}"
-        engine.create(SCHEMA, name, bad.target_cols, TARGET_ROWS)
+        engine.create(SCHEMA, name, bad.target_cols, bad.target_rows)
         source = engine.source(src, f"s_{bad.id}", bad.source_cols, bad.source_rows)
         cfg = {**bad.config, "schema": SCHEMA}
-        if engine.name == "spark" and "file_format" not in cfg:
+        if engine.dialect == "spark" and "file_format" not in cfg:
             cfg["file_format"] = "iceberg"
         cfg = {k: v for k, v in cfg.items() if v is not None}
-        models[name] = model_sql(cfg, f"select * from {source}")
+        models[name] = model_sql(cfg, bad.select_sql(engine.dialect, source))
     for name, (strategy, opts, rows) in WEIRD_MODELS.items():
         engine.create(SCHEMA, name, WEIRD_COLS, WEIRD_TARGET)
         source = engine.source(src, f"s_{name}", WEIRD_COLS, rows)
         cfg = {**_weird_config(strategy, opts), "schema": SCHEMA}
-        if engine.name == "spark":
+        if engine.dialect == "spark":
             cfg["file_format"] = "iceberg"
         models[name] = model_sql(cfg, f"select * from {source}")
     project = make_project(tmp / f"bad_{engine.name}", f"bad_{engine.name}", models)
@@ -132,7 +134,8 @@ def _run(engine, tmp: Path):
 
 @pytest.fixture(scope="module")
 def duckdb_run(tmp_path_factory):
-    return _run(DuckEngine(), tmp_path_factory.mktemp("bad"))
+    with DuckEngine() as engine:
+        yield _run(engine, tmp_path_factory.mktemp("bad"))
 
 
 @pytest.fixture(scope="module")
@@ -140,15 +143,20 @@ def spark_run(spark, tmp_path_factory):
     return _run(SparkEngine(spark), tmp_path_factory.mktemp("bad"))
 
 
+@pytest.fixture(scope="module")
+def thrift_run(thrift, tmp_path_factory):
+    return _run(ThriftEngine(thrift), tmp_path_factory.mktemp("bad"))
+
+
 def _check_bad(engine, run, bad: Bad) -> None:
     model = f"b_{bad.id}"
     message = " ".join(run.error(model).split())
     if bad.ours:
         assert f"dbt_merge: model '{model}': " in message, message
-    assert bad.excerpt(engine.name) in message, message
+    assert bad.excerpt(engine.dialect) in message, message
     names, rows = engine.rows(SCHEMA, model)
     assert names == [c for c, _ in bad.target_cols]
-    assert canonical(rows, names) == canonical(TARGET_ROWS, names), "target changed"
+    assert canonical(rows, names) == canonical(bad.target_rows, names), "target changed"
 
 
 def _assert_like_reference(engine, run, schema: str, model: str, names, expected, stats) -> None:
@@ -177,6 +185,13 @@ def test_bad_input_spark(spark_run, bad):
     _check_bad(*spark_run, bad)
 
 
+@pytest.mark.spark
+@pytest.mark.thrift
+@pytest.mark.parametrize("bad", [b for b in CATALOGUE if "spark" in b.engines], ids=lambda b: b.id)
+def test_bad_input_thrift(thrift_run, bad):
+    _check_bad(*thrift_run, bad)
+
+
 def test_unusual_identifiers_work_duckdb(duckdb_run):
     _check_weird(*duckdb_run)
 
@@ -184,6 +199,12 @@ def test_unusual_identifiers_work_duckdb(duckdb_run):
 @pytest.mark.spark
 def test_unusual_identifiers_work_spark(spark_run):
     _check_weird(*spark_run)
+
+
+@pytest.mark.spark
+@pytest.mark.thrift
+def test_unusual_identifiers_work_thrift(thrift_run):
+    _check_weird(*thrift_run)
 
 
 def test_docs_table_lists_the_catalogue():
@@ -217,7 +238,7 @@ def _null_key_target(engine, tmp: Path) -> None:
     for strategy in ("upsert", "insert", "update", "full_merge", "deduplicate"):
         engine.create(schema, f"n_{strategy}", NULL_KEY_COLS, NULL_KEY_TARGET)
         cfg = {"strategy": strategy, "unique_key": ["k1", "k2"], "schema": schema}
-        if engine.name == "spark":
+        if engine.dialect == "spark":
             cfg["file_format"] = "iceberg"
         models[f"n_{strategy}"] = model_sql(cfg, f"select * from {source}")
     project = make_project(tmp / f"nullkey_{engine.name}", f"nullkey_{engine.name}", models)
@@ -230,12 +251,19 @@ def _null_key_target(engine, tmp: Path) -> None:
 
 
 def test_target_rows_with_null_key_duckdb(tmp_path):
-    _null_key_target(DuckEngine(), tmp_path)
+    with DuckEngine() as engine:
+        _null_key_target(engine, tmp_path)
 
 
 @pytest.mark.spark
 def test_target_rows_with_null_key_spark(spark, tmp_path):
     _null_key_target(SparkEngine(spark), tmp_path)
+
+
+@pytest.mark.spark
+@pytest.mark.thrift
+def test_target_rows_with_null_key_thrift(thrift, tmp_path):
+    _null_key_target(ThriftEngine(thrift), tmp_path)
 
 
 # ------------------------------------------------- key types that differ only in width or scale
@@ -253,7 +281,7 @@ def _same_family_keys(engine, tmp: Path) -> None:
     for name, key in KEY_CASTS.items():
         engine.create(schema, name, TARGET_COLS, TARGET_ROWS)
         cfg = {"strategy": "upsert", "unique_key": "id", "schema": schema}
-        if engine.name == "spark":
+        if engine.dialect == "spark":
             cfg["file_format"] = "iceberg"
         models[name] = model_sql(cfg, f"select {key} as id, name, amount, updated_at from {source}")
     project = make_project(tmp / f"keytypes_{engine.name}", f"keytypes_{engine.name}", models)
@@ -265,9 +293,16 @@ def _same_family_keys(engine, tmp: Path) -> None:
 
 
 def test_same_family_key_types_merge_duckdb(tmp_path):
-    _same_family_keys(DuckEngine(), tmp_path)
+    with DuckEngine() as engine:
+        _same_family_keys(engine, tmp_path)
 
 
 @pytest.mark.spark
 def test_same_family_key_types_merge_spark(spark, tmp_path):
     _same_family_keys(SparkEngine(spark), tmp_path)
+
+
+@pytest.mark.spark
+@pytest.mark.thrift
+def test_same_family_key_types_merge_thrift(thrift, tmp_path):
+    _same_family_keys(ThriftEngine(thrift), tmp_path)

@@ -193,3 +193,5 @@ def test_conflicting_duckdb_transaction_fails_clearly(tmp_path):
         "unchanged": 0,
         "total": 15,
     }
+    other.close()
+    eng.close()

@@ -61,12 +61,12 @@ def _assert_all_merged(run) -> None:
 
 
 def test_no_work_relations_left_duckdb(tmp_path):
-    engine = DuckEngine()
-    engine.setup(SCHEMA)
-    engine.con.execute(f"create or replace table {SCHEMA}.{LEFTOVERS} (model text, name text)")
-    run = _run(engine, tmp_path)
-    _assert_all_merged(run)
-    assert engine.con.execute(f"select * from {SCHEMA}.{LEFTOVERS}").fetchall() == []
+    with DuckEngine() as engine:
+        engine.setup(SCHEMA)
+        engine.con.execute(f"create or replace table {SCHEMA}.{LEFTOVERS} (model text, name text)")
+        run = _run(engine, tmp_path)
+        _assert_all_merged(run)
+        assert engine.con.execute(f"select * from {SCHEMA}.{LEFTOVERS}").fetchall() == []
 
 
 @pytest.mark.spark

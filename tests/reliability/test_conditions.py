@@ -1,0 +1,145 @@
+"""Conditional and CDC merges, soft deletes, dry runs, the merge history, and what "unchanged"
+means (merge_check_columns, detect_unchanged), on DuckDB and Spark: rows, statistics, messages.
+The integration project runs one model per feature twice against expected seeds; these tests
+cover what a seed cannot: counts in the message, timestamps, history rows, refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from .scenario import ENGINES, IDS, dbt, message, project, rows_sql
+
+CUSTOMER = "cast({} as bigint) as id, cast({} as string) as name, cast({} as date) as updated_at"
+DAY1, DAY2 = "date '2024-01-01'", "date '2024-02-01'"
+
+
+def customers(*rows: tuple) -> str:
+    return rows_sql(CUSTOMER, [tuple(str(v) for v in r) for r in rows])
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_update_condition_holds_back_older_rows_and_counts_them(db, tmp_path):
+    s = f"cond_upd_{db.name}"
+    db.table(s, "u_model", customers((1, "'a'", DAY1), (2, "'b'", DAY2), (3, "'c'", DAY1)))
+    cfg = {"schema": s, "unique_key": "id", "merge_history_table": "history",
+           "merge_update_condition":
+               "DBT_INTERNAL_SOURCE.updated_at > DBT_INTERNAL_DEST.updated_at"}
+    select = customers((1, "'A'", DAY2), (2, "'B'", DAY1), (3, "'c'", DAY1), (4, "'d'", DAY1))
+    db.sql(f"drop table if exists {s}.history")
+    root = project(db, tmp_path, "upd", {"u_model": (cfg, select)})
+    run = dbt(db, root, "run")
+    assert message(run, "u_model") == (
+        "MERGE upsert: 1 inserted, 1 updated, 0 deleted, 1 unchanged, 4 total, 1 held back")
+    assert [r[:2] for r in db.rows(s, "u_model")] == [(1, "A"), (2, "b"), (3, "c"), (4, "d")]
+    history = db.sql(f"select model_unique_id, strategy, inserted, updated, deleted, unchanged,"
+                     f" held_back, total, invocation_id from {s}.history")
+    assert [h[:8] for h in history] == [("model.upd_" + db.name + ".u_model", "upsert",
+                                         1, 1, 0, 1, 1, 4)]
+    assert len(history[0][8]) == 36  # dbt's invocation_id, a UUID
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_delete_condition_deletes_matched_keys_and_never_inserts(db, tmp_path):
+    s = f"cond_del_{db.name}"
+    cols = "cast({} as bigint) as id, cast({} as string) as name, cast({} as bigint) as version"
+    db.table(s, "d_up", rows_sql(cols, [("1", "'a'", "1"), ("2", "'b'", "1"), ("3", "'c'", "1")]))
+    db.table(s, "d_dedup", rows_sql(cols, [("1", "'a'", "1"), ("2", "'b'", "1")]))
+    event = cols + ", cast({} as string) as op"
+    events = rows_sql(event,
+                      [("2", "'b'", "2", "'D'"), ("3", "'C'", "2", "'U'"), ("9", "'z'", "1", "'D'"),
+                       ("4", "'d'", "1", "'I'")])
+    dedup_events = rows_sql(event,
+                            [("1", "'a'", "2", "'D'"), ("1", "'a2'", "3", "'U'"),
+                             ("2", "'b2'", "2", "'U'"), ("2", "'b'", "3", "'D'")])
+    cond = "DBT_INTERNAL_SOURCE.op = 'D'"
+    models = {
+        "d_up": ({"schema": s, "unique_key": "id", "delete_condition": cond}, events),
+        # the row kept per key (the latest event) decides
+        "d_dedup": ({"schema": s, "unique_key": "id", "strategy": "deduplicate",
+                     "dedup_order_by": "version desc", "delete_condition": cond}, dedup_events),
+    }
+    root = project(db, tmp_path, "del", models)
+    run = dbt(db, root, "run")
+    assert run.stats("d_up") == {"inserted": 1, "updated": 1, "deleted": 1, "unchanged": 0,
+                                 "total": 3}
+    assert db.rows(s, "d_up") == [(1, "a", 1), (3, "C", 2), (4, "d", 1)]
+    assert run.stats("d_dedup") == {"inserted": 0, "updated": 1, "deleted": 1, "unchanged": 0,
+                                    "total": 1}
+    assert db.rows(s, "d_dedup") == [(1, "a2", 3)]
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_soft_delete_marks_stamps_and_revives(db, tmp_path):
+    s = f"cond_soft_{db.name}"
+    db.engine.setup(s)
+    db.engine.drop(s, "sd_model")
+    cfg = {"schema": s, "unique_key": "id", "strategy": "full_merge",
+           "soft_delete_column": "is_deleted", "soft_delete_timestamp_column": "deleted_at",
+           "max_delete_fraction": 1}
+    states = [
+        [(1, "'a'"), (2, "'b'"), (3, "'c'")],  # first build: the two columns are added, live
+        [(2, "'b'"), (3, "'c'")],  # 1 soft-deleted
+        [(1, "'a'"), (3, "'c'")],  # 1 comes back, 2 soft-deleted
+    ]
+    expected = [
+        ("3 inserted, 0 updated, 0 deleted, 0 unchanged, 3 total",
+         [(1, "a", False, False), (2, "b", False, False), (3, "c", False, False)]),
+        ("0 inserted, 0 updated, 1 deleted, 2 unchanged, 3 total",
+         [(1, "a", True, True), (2, "b", False, False), (3, "c", False, False)]),
+        ("0 inserted, 1 updated, 1 deleted, 1 unchanged, 3 total",
+         [(1, "a", False, False), (2, "b", True, True), (3, "c", False, False)]),
+    ]
+    for rows, (counts, table) in zip(states, expected, strict=True):
+        select = rows_sql(IDS, [(str(k), v) for k, v in rows])
+        root = project(db, tmp_path, "soft", {"sd_model": (cfg, select)})
+        run = dbt(db, root, "run")
+        assert message(run, "sd_model") == f"MERGE full_merge: {counts}", message(run, "sd_model")
+        got = [(r[0], r[1], r[2], r[3] is not None) for r in db.rows(s, "sd_model")]
+        assert got == table
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_dry_run_counts_exactly_and_writes_nothing(db, tmp_path):
+    s = f"cond_dry_{db.name}"
+    db.table(s, "dr_model", rows_sql(IDS, [("1", "'a'"), ("2", "'b'")]))
+    db.sql(f"drop table if exists {s}.dr_history")
+    db.engine.drop(s, "dr_new")
+    before = db.rows(s, "dr_model")
+    cfg = {"schema": s, "unique_key": "id", "strategy": "full_merge", "max_delete_fraction": 1,
+           "merge_history_table": "dr_history", "on_schema_change": "append_new_columns"}
+    extra = IDS + ", cast({} as string) as extra"
+    select = rows_sql(extra, [("2", "'B'", "'x'"), ("3", "'c'", "'y'")])
+    root = project(db, tmp_path, "dry", {"dr_model": (cfg, select), "dr_new": (cfg, select)})
+    run = dbt(db, root, "run", "--vars", '{"dbt_merge_dry_run": true}')
+    assert message(run, "dr_model") == ("DRY RUN (nothing written) MERGE full_merge: 1 inserted, "
+                                        "1 updated, 1 deleted, 0 unchanged, 2 total")
+    assert run.result("dr_model").adapter_response["code"] == "DRY RUN"
+    dry = "DRY RUN (nothing written) MERGE full_merge"
+    assert message(run, "dr_new").startswith(f"{dry}: 2 inserted")
+    assert db.rows(s, "dr_model") == before and db.columns(s, "dr_model") == ["id", "name"]
+    assert not db.engine.exists(s, "dr_new") and not db.engine.exists(s, "dr_history")
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_check_columns_and_detect_unchanged(db, tmp_path):
+    s = f"cond_check_{db.name}"
+    for t in ("ck_cols", "ck_all", "ck_default"):
+        db.table(s, t, customers((1, "'a'", DAY1), (2, "'b'", DAY1)))
+    # 1: name changed, updated_at not; 2: nothing changed
+    select = customers((1, "'A'", DAY1), (2, "'b'", DAY1))
+    base = {"schema": s, "unique_key": "id"}
+    models = {
+        "ck_cols": ({**base, "merge_check_columns": ["updated_at"]}, select),
+        "ck_all": ({**base, "detect_unchanged": False}, select),
+        "ck_default": (base, select),
+    }
+    root = project(db, tmp_path, "check", models)
+    run = dbt(db, root, "run")
+    assert run.stats("ck_cols") == {"inserted": 0, "updated": 0, "deleted": 0, "unchanged": 2,
+                                    "total": 2}
+    assert [r[1] for r in db.rows(s, "ck_cols")] == ["a", "b"]  # not rewritten
+    assert run.stats("ck_all") == {"inserted": 0, "updated": 2, "deleted": 0, "unchanged": 0,
+                                   "total": 2}
+    assert [r[1] for r in db.rows(s, "ck_all")] == ["A", "b"]
+    assert run.stats("ck_default") == {"inserted": 0, "updated": 1, "deleted": 0, "unchanged": 1,
+                                       "total": 2}

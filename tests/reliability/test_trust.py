@@ -1,0 +1,341 @@
+"""Hostile but legal inputs that once gave silent wrong results (issue 10), on DuckDB and Spark.
+
+Each test builds a small dbt project whose targets were created with exact SQL types, runs dbt
+in-process and asserts rows, statistics, the message, and an unchanged target on refusal:
+dbt run modes that shrink the SELECT (`--empty`, `--sample`), contracts on increments,
+append_new_columns with merge_update_columns, two same-name models under `--threads`,
+non-deterministic SELECTs, the order of schema changes and checks, values compared as the
+target stores them (float, decimal scale, DuckDB collations and UUIDs), nested and map types,
+and the opt-in to dbt's behaviour for keys outside incremental_predicates.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .scenario import ENGINES, IDS, Db, dbt, message, project, rows_sql
+
+# ------------------------------------------------------------------ run modes
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_empty_and_sample_never_write_into_a_table(db, tmp_path):
+    s = f"trust_empty_{db.name}"
+    before = [("1", "'a'"), ("2", "'b'"), ("3", "'c'")]
+    for t in ("e_up", "e_full"):
+        db.table(s, t, rows_sql(IDS, before))
+    db.sql(f"drop table if exists {s}.e_new")
+    db.table(s, "raw", rows_sql(IDS, [("2", "'B'"), ("4", "'d'")]))
+    cfg = {"schema": s, "unique_key": "id"}
+    models = {
+        "e_up": ({**cfg, "strategy": "upsert"}, "select * from {{ ref('upstream') }}"),
+        "e_full": ({**cfg, "strategy": "full_merge", "max_delete_fraction": 1},
+                   "select * from {{ ref('upstream') }}"),
+        "e_new": ({**cfg, "strategy": "full_merge"}, "select * from {{ ref('upstream') }}"),
+    }
+    root = project(db, tmp_path, "empty", models)
+    (root / "models" / "upstream.sql").write_text(
+        "{{ config(materialized='view', schema='" + s + "') }}\nselect * from " + s + ".raw\n"
+    )
+    snapshot = {t: db.rows(s, t) for t in ("e_up", "e_full")}
+
+    for flag in (["--empty"], ["--sample", "3 days"]):
+        run = dbt(db, root, "run", *flag)
+        for t in ("e_up", "e_full"):
+            assert message(run, t) == (
+                f"MERGE {'upsert' if t == 'e_up' else 'full_merge'}: skipped ({flag[0]}): "
+                "the target was not changed"
+            ), message(run, t)
+            assert db.rows(s, t) == snapshot[t], f"{flag}: {t} changed"
+        if flag == ["--empty"]:
+            # no table yet: built from the (empty) SELECT, as dbt's materializations do
+            assert db.columns(s, "e_new") == ["id", "name"]
+            assert db.rows(s, "e_new") == []
+            db.sql(f"drop table {s}.e_new")
+
+    run = dbt(db, root, "run")  # an ordinary run merges
+    assert "1 inserted, 1 updated, 2 deleted, 0 unchanged, 2 total" in message(run, "e_full")
+    assert db.rows(s, "e_full") == [(2, "B"), (4, "d")]
+
+
+# ------------------------------------------------------------------ contracts
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_contract_is_enforced_on_every_run(db, tmp_path):
+    s = f"trust_contract_{db.name}"
+    db.engine.setup(s)
+    db.engine.drop(s, "c_model")
+    string = "varchar" if db.name == "duckdb" else "string"
+    yml = {"version": 2, "models": [{
+        "name": "c_model",
+        "config": {"contract": {"enforced": True}},
+        "columns": [{"name": "id", "data_type": "bigint"}, {"name": "name", "data_type": string}],
+    }]}
+    cfg = {"schema": s, "unique_key": "id", "on_schema_change": "append_new_columns"}
+    good = rows_sql(IDS, [("1", "'a'"), ("2", "'b'")])
+    root = project(db, tmp_path, "contract", {"c_model": (cfg, good)}, yml)
+    run = dbt(db, root, "run")
+    assert run.success, message(run, "c_model")
+    built = db.rows(s, "c_model")
+
+    bad_selects = {
+        "an extra column": rows_sql(IDS + ", 1 as extra", [("1", "'z'", "1")]),
+        "a wrong type": rows_sql("cast({} as string) as id, cast({} as string) as name",
+                                 [("1", "'z'")]),
+    }
+    for what, select in bad_selects.items():
+        project(db, tmp_path, "contract", {"c_model": (cfg, select)}, yml)
+        run = dbt(db, root, "run")
+        assert "contract" in message(run, "c_model").lower(), (what, message(run, "c_model"))
+        assert db.columns(s, "c_model") == ["id", "name"], what
+        assert db.rows(s, "c_model") == built, f"{what}: target changed"
+
+
+# ------------------------------------------------------------------ schema changes
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_append_new_columns_with_update_columns_naming_the_new_column(db, tmp_path):
+    s = f"trust_append_{db.name}"
+    db.table(s, "a_model", rows_sql(IDS, [("1", "'a'"), ("2", "'b'")]))
+    cfg = {"schema": s, "unique_key": "id", "on_schema_change": "append_new_columns",
+           "merge_update_columns": ["region"]}
+    select = rows_sql(IDS + ", cast({} as string) as region", [("2", "'B'", "'eu'"),
+                                                               ("3", "'c'", "'us'")])
+    root = project(db, tmp_path, "append", {"a_model": (cfg, select)})
+    run = dbt(db, root, "run")
+    assert "1 inserted, 1 updated, 0 deleted, 0 unchanged, 3 total" in message(run, "a_model")
+    assert db.rows(s, "a_model") == [(1, "a", None), (2, "b", "eu"), (3, "c", "us")]
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_a_refused_merge_makes_no_schema_change(db, tmp_path):
+    """sync_all_columns would drop `note`, but the mass-delete guard refuses the merge: the
+    ALTERs come after every check, so the column and its data are still there."""
+    s = f"trust_order_{db.name}"
+    cols = IDS + ", cast({} as string) as note"
+    rows = [("1", "'a'", "'n1'"), ("2", "'b'", "'n2'"), ("3", "'c'", "'n3'"), ("4", "'d'", "'n4'")]
+    db.table(s, "o_model", rows_sql(cols, rows))
+    before = db.rows(s, "o_model")
+    cfg = {"schema": s, "unique_key": "id", "strategy": "full_merge",
+           "on_schema_change": "sync_all_columns"}
+    root = project(db, tmp_path, "order", {"o_model": (cfg, rows_sql(IDS, [("1", "'A'")]))})
+    run = dbt(db, root, "run")
+    assert "max_delete_fraction" in message(run, "o_model"), message(run, "o_model")
+    assert db.columns(s, "o_model") == ["id", "name", "note"]
+    assert db.rows(s, "o_model") == before
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_a_struct_gaining_a_field_is_refused_clearly(db, tmp_path):
+    s = f"trust_struct_{db.name}"
+    if db.name == "duckdb":
+        old, new = "struct_pack(a := 1)", "struct_pack(a := 1, b := 2)"
+    else:
+        old, new = "named_struct('a', 1)", "named_struct('a', 1, 'b', 2)"
+    db.table(s, "st_model", f"select cast(1 as bigint) as id, {old} as s")
+    before = db.rows(s, "st_model")
+    cfg = {"schema": s, "unique_key": "id"}
+    select = f"select cast(1 as bigint) as id, {new} as s"
+    root = project(db, tmp_path, "struct", {"st_model": (cfg, select)})
+    run = dbt(db, root, "run")
+    assert "nested types are not converted" in message(run, "st_model"), message(run, "st_model")
+    assert db.rows(s, "st_model") == before
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_columns_named_like_the_merge_aliases_work_in_conditions(db, tmp_path):
+    """A column may be named DBT_INTERNAL_SOURCE or DBT_INTERNAL_DEST: a predicate reading the
+    target's column `DBT_INTERNAL_SOURCE`, and a delete_condition reading the SELECT's column
+    `DBT_INTERNAL_DEST`, are conditions on the right side, not the forbidden alias."""
+    s = f"trust_alias_{db.name}"
+    q = "`" if db.dialect == "spark" else '"'
+    cols = ("cast({} as bigint) as id, cast({} as bigint) as " + q + "DBT_INTERNAL_SOURCE" + q
+            + ", cast({} as bigint) as " + q + "DBT_INTERNAL_DEST" + q)
+    db.table(s, "al_model", rows_sql(cols, [("1", "0", "0"), ("2", "5", "0"), ("3", "5", "0")]))
+    cfg = {"schema": s, "unique_key": "id",
+           "incremental_predicates": [f"DBT_INTERNAL_DEST.{q}DBT_INTERNAL_SOURCE{q} >= 5"],
+           "delete_condition": f"DBT_INTERNAL_SOURCE.{q}DBT_INTERNAL_DEST{q} = 9"}
+    select = rows_sql(cols, [("2", "6", "1"), ("3", "5", "9"), ("4", "7", "1")])
+    root = project(db, tmp_path, "alias", {"al_model": (cfg, select)})
+    run = dbt(db, root, "run")
+    assert "1 inserted, 1 updated, 1 deleted, 0 unchanged, 3 total" in message(run, "al_model"), (
+        message(run, "al_model"))
+    assert db.rows(s, "al_model") == [(1, 0, 0), (2, 6, 1), (4, 7, 1)]
+
+
+# ------------------------------------------------------------------ threads, work relations
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_same_name_models_in_two_schemas_under_threads(db, tmp_path):
+    schemas = [f"trust_same_a_{db.name}", f"trust_same_b_{db.name}"]
+    models = {}
+    for i, s in enumerate(schemas):
+        db.table(s, "same", rows_sql(IDS, [(str(10 * i + 1), "'old'"), (str(10 * i + 2), "'old'")]))
+        cfg = {"schema": s, "alias": "same", "unique_key": "id", "strategy": "full_merge",
+               "max_delete_fraction": 1}
+        select = rows_sql(IDS, [(str(10 * i + 2), f"'{s}'"), (str(10 * i + 3), f"'{s}'")])
+        models[f"same_{i}"] = (cfg, select)
+    root = project(db, tmp_path, "same", models)
+    run = dbt(db, root, "run", "--threads", "2")
+    for i, s in enumerate(schemas):
+        got = message(run, f"same_{i}")
+        assert "1 inserted, 1 updated, 1 deleted" in got, got
+        assert db.rows(s, "same") == [(10 * i + 2, s), (10 * i + 3, s)]
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_a_non_deterministic_select_runs_once(db, tmp_path):
+    """`rand()` in the SELECT: every step must see the same rows, so the statistics describe
+    exactly what was written. Spark refuses such a source in a MERGE INTO an Iceberg table (its
+    copy-on-write filter): that run must fail loudly and write nothing."""
+    s = f"trust_rand_{db.name}"
+    db.table(s, "src", "select cast(id as bigint) as id from range(200) as t(id)"
+             if db.name == "duckdb" else "select id from range(200)")
+    db.table(s, "r_model", "select cast(id as bigint) as id, cast(-1 as double) as r from "
+             + ("range(0, 200, 2) as t(id)" if db.name == "duckdb" else "range(0, 200, 2)"))
+    old_ids = {r[0] for r in db.rows(s, "r_model")}
+    select = (f"select id, {db.rand} as r from {s}.src where {db.rand} < 0.6")
+    outcomes = []
+    for strategy in ("insert", "upsert", "full_merge"):
+        cfg = {"schema": s, "unique_key": "id", "strategy": strategy, "max_delete_fraction": 1}
+        root = project(db, tmp_path, f"rand_{strategy}", {"r_model": (cfg, select)})
+        before = db.rows(s, "r_model")
+        run = dbt(db, root, "run")
+        if not run.success:
+            assert db.dialect == "spark", message(run, "r_model")
+            assert "INVALID_NON_DETERMINISTIC_EXPRESSIONS" in message(run, "r_model")
+            assert db.rows(s, "r_model") == before
+            outcomes.append((strategy, "refused"))
+            continue
+        stats = run.stats("r_model")
+        after = db.rows(s, "r_model")
+        ids = [r[0] for r in after]
+        assert len(ids) == len(set(ids)) == stats["total"], (stats, len(ids))
+        written = {r[0] for r in after if r[1] != -1}
+        assert stats["inserted"] == len(written - old_ids), stats
+        if strategy == "insert":
+            # Matched rows are kept as they were: only new keys are written.
+            assert stats["updated"] == 0 and not written & old_ids, stats
+            assert set(ids) == old_ids | written and stats["unchanged"] <= len(old_ids), stats
+        else:
+            assert stats["updated"] + stats["unchanged"] == len(written & old_ids), stats
+        if strategy == "full_merge":
+            assert stats["deleted"] == len(old_ids - written) and set(ids) == written, stats
+        old_ids = set(ids)
+        db.sql(f"update {s}.r_model set r = -1")
+        outcomes.append((strategy, "written"))
+    # DuckDB writes every strategy; Spark writes insert (no MERGE INTO) and may refuse the others.
+    if db.dialect == "duckdb":
+        assert [o for _, o in outcomes] == ["written"] * 3, outcomes
+    else:
+        assert outcomes[0] == ("insert", "written"), outcomes
+
+
+# ------------------------------------------------------------------ values as the target stores
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_values_the_target_rounds_are_unchanged_on_rerun(db, tmp_path):
+    s = f"trust_round_{db.name}"
+    as_target = "cast({} as bigint) as id, cast({} as float) as f, cast({} as decimal(10, 2)) as d"
+    db.table(s, "v_model", rows_sql(as_target, [("1", "0", "0")]))
+    as_select = as_target.replace("float", "double").replace("10, 2", "10, 3")
+    select = rows_sql(as_select, [("1", "0.1", "1.005"), ("2", "0.3", "2.004")])
+    root = project(db, tmp_path, "round", {"v_model": ({"schema": s, "unique_key": "id"}, select)})
+    first = dbt(db, root, "run")
+    assert first.stats("v_model") == {"inserted": 1, "updated": 1, "deleted": 0, "unchanged": 0,
+                                      "total": 2}
+    second = dbt(db, root, "run")
+    assert second.stats("v_model") == {"inserted": 0, "updated": 0, "deleted": 0, "unchanged": 2,
+                                       "total": 2}
+
+
+def test_duckdb_collated_and_uuid_keys_are_judged_as_the_target_compares(tmp_path):
+    db = Db("duckdb")
+    try:
+        s = "trust_collate"
+        db.engine.setup(s)
+        db.sql(f"create or replace table {s}.k_nocase (k varchar collate nocase, v int)")
+        db.sql(f"insert into {s}.k_nocase values ('A', 1)")
+        db.sql(f"create or replace table {s}.k_uuid (k uuid, v int)")
+        db.sql(f"insert into {s}.k_uuid values ('a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 1)")
+        db.sql(f"create or replace table {s}.k_uuid_dup (k uuid, v int)")
+        upper = "'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11'"
+        models = {
+            "k_nocase": ({"schema": s, "unique_key": "k"},
+                         "select 'a' as k, 2 as v union all select 'A', 3"),
+            "k_uuid": ({"schema": s, "unique_key": "k"}, f"select {upper} as k, 2 as v"),
+            "k_uuid_dup": ({"schema": s, "unique_key": "k"},
+                           f"select {upper} as k, 2 as v union all "
+                           "select 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 3"),
+        }
+        root = project(db, tmp_path, "collate", models)
+        run = dbt(db, root, "run")
+        assert "occur more than once" in message(run, "k_nocase"), message(run, "k_nocase")
+        assert "collate" in message(run, "k_nocase").lower()
+        assert db.rows(s, "k_nocase") == [("A", 1)]
+        assert run.stats("k_uuid") == {"inserted": 0, "updated": 1, "deleted": 0, "unchanged": 0,
+                                       "total": 1}
+        assert "occur more than once" in message(run, "k_uuid_dup"), message(run, "k_uuid_dup")
+        assert db.rows(s, "k_uuid_dup") == []
+    finally:
+        db.close()
+
+
+# ------------------------------------------------------------------ incremental_predicates
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_key_outside_predicates_opt_in_inserts_as_dbt_does(db, tmp_path):
+    s = f"trust_pred_{db.name}"
+    db.table(s, "p_model", rows_sql(IDS, [("1", "'a'"), ("5", "'e'")]))
+    cfg = {"schema": s, "unique_key": "id", "incremental_predicates": ["DBT_INTERNAL_DEST.id >= 3"],
+           "on_key_outside_predicates": "insert"}
+    select = rows_sql(IDS, [("1", "'A'"), ("5", "'E'")])
+    root = project(db, tmp_path, "pred", {"p_model": (cfg, select)})
+    run = dbt(db, root, "run")
+    assert run.stats("p_model") == {"inserted": 1, "updated": 1, "deleted": 0, "unchanged": 0,
+                                    "total": 3}
+    assert db.rows(s, "p_model") == [(1, "A"), (1, "a"), (5, "E")]
+
+
+# ------------------------------------------------------------------ Spark only
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("db", ["spark"], indirect=True)
+def test_spark_map_columns_merge_when_not_compared(db, tmp_path):
+    s = "trust_map"
+    db.table(s, "m_insert", "select cast(1 as bigint) as id, map('a', 1) as m")
+    db.table(s, "m_upsert", "select cast(1 as bigint) as id, 'x' as name, map('a', 1) as m")
+    models = {
+        "m_insert": ({"schema": s, "unique_key": "id", "strategy": "insert"},
+                     "select cast(2 as bigint) as id, map('b', 2) as m"),
+        "m_upsert": ({"schema": s, "unique_key": "id", "merge_exclude_columns": ["m"]},
+                     "select cast(1 as bigint) as id, 'y' as name, map('c', 3) as m"),
+    }
+    root = project(db, tmp_path, "map", models)
+    run = dbt(db, root, "run")
+    assert run.stats("m_insert")["inserted"] == 1, message(run, "m_insert")
+    assert run.stats("m_upsert")["updated"] == 1, message(run, "m_upsert")
+    assert db.rows(s, "m_upsert") == [(1, "y", {"a": 1})]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("db", ["spark"], indirect=True)
+def test_spark_case_sensitive_column_rename_is_refused(db, tmp_path):
+    s = "trust_case"
+    db.table(s, "cs_model", "select cast(1 as bigint) as id, 'a' as name")
+    select = "select cast(1 as bigint) as ID, 'b' as name"
+    root = project(db, tmp_path, "case", {"cs_model": ({"schema": s, "unique_key": "ID"}, select)})
+    db.engine.spark.conf.set("spark.sql.caseSensitive", "true")
+    try:
+        run = dbt(db, root, "run")
+    finally:
+        db.engine.spark.conf.set("spark.sql.caseSensitive", "false")
+    got = message(run, "cs_model")
+    assert "differ from the target's only in case" in got, got
+    assert db.rows(s, "cs_model") == [(1, "a")]

@@ -1,0 +1,54 @@
+"""The generic test dbt_merge.unique_key without `columns` finds the model's unique_key config
+under a `where:` config too (dbt then passes the test a subquery string, not the relation)."""
+
+from __future__ import annotations
+
+import pytest
+from dbt_helpers import run_dbt
+from reliability.harness import PROFILES_DIR, make_project
+
+SCHEMA = "uk_where"
+# id 1 twice, id 3 twice, one NULL id; unique_key is read from the model's config
+MODEL = (
+    "{{ config(materialized='table', unique_key='id', schema='" + SCHEMA + "') }}\n"
+    "select * from (values (1, 'a'), (1, 'b'), (2, 'c'), (3, 'd'), (3, 'e'), (null, 'f'))"
+    " as t(id, name)\n"
+)
+SCHEMA_YML = """
+models:
+  - name: uk_data
+    data_tests:
+      - dbt_merge.unique_key:
+          name: uk_no_where
+      - dbt_merge.unique_key:
+          name: uk_config_where
+          config:
+            where: "id is not null"
+      - dbt_merge.unique_key:
+          name: uk_config_where_clean
+          config:
+            where: "id = 2"
+      - dbt_merge.unique_key:
+          name: uk_top_level_where
+          where: "id > 2"
+"""
+# failing keys per test: (1), (3) and the NULL key; the where clause removes some of them
+EXPECTED = {
+    "uk_no_where": ("fail", 3),
+    "uk_config_where": ("fail", 2),
+    "uk_config_where_clean": ("pass", 0),
+    "uk_top_level_where": ("fail", 1),
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = make_project(tmp_path_factory.mktemp("uk_where"), "uk_where", {"uk_data": MODEL})
+    (root / "models" / "schema.yml").write_text(SCHEMA_YML)
+    return run_dbt(["build"], root, "duckdb", PROFILES_DIR)
+
+
+@pytest.mark.parametrize("test_name", sorted(EXPECTED))
+def test_unique_key_test_reads_the_model_config_under_where(built, test_name):
+    result = built.result(test_name)
+    assert (str(result.status), result.failures or 0) == EXPECTED[test_name], result.message
