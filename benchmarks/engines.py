@@ -70,6 +70,12 @@ class DuckDB:
         shutil.copyfile(self._file(pristine), self._file(name))
         self.execute(f"attach '{self._file(name)}' as {name}")
 
+    def restore_empty(self, name: str) -> None:
+        """Database `name` becomes an empty database: a first load creates the table."""
+        self.execute(f"detach database if exists {name}")
+        self._file(name).unlink(missing_ok=True)
+        self.execute(f"attach '{self._file(name)}' as {name}")
+
     def target_ref(self, name: str) -> str:
         return f"{name}.main.target"
 

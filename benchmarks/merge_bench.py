@@ -8,8 +8,13 @@ hand-written SQL by wall clock around its statements. Peak memory is the peak re
 of the process doing the work during that step (this Python process for DuckDB, the JVM for
 Spark), read as /proc VmHWM after resetting it.
 
-    python -m benchmarks.merge_bench --engine all            # full sizes (~20 min on 2 cores)
+    python -m benchmarks.merge_bench --engine all            # every workload, full sizes
     python -m benchmarks.merge_bench --engine duckdb --quick # 1/10 sizes, one repetition
+    python -m benchmarks.merge_bench --engine spark --scale 100 --workloads conditional,cdc
+    python -m benchmarks.merge_bench --profile --quick       # see benchmarks/profile.py
+
+Workloads (WORKLOADS below; BENCHMARKS.md describes each): increments, unchanged, duplicates,
+small, snapshot, conditional, cdc, first_load, full_refresh, scaling.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -28,16 +34,49 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import baselines, data, memory, report
-from .project import BUILTINS, REPO, DbtProject, write_project
+from .project import (
+    BUILTINS,
+    REPO,
+    STRATEGIES,
+    UPDATING,
+    DbtProject,
+    expectation,
+    write_project,
+)
 
 SQL_TARGET = "sql_target"
+#: Every workload, in the order they run (`--workloads` picks some).
+WORKLOADS = {
+    "increments": "every strategy at the main increment (half updates, half new), with "
+    "merge_check_columns and detect_unchanged=false where they apply",
+    "unchanged": "upsert, 10% of the increment identical to the target",
+    "duplicates": "deduplicate, +5% rows repeating keys",
+    "small": "DuckDB: 10k and 100k increments into 10M, every strategy",
+    "snapshot": "DuckDB: the whole table again, 1% changed, 0.1% new, 0.1% gone",
+    "conditional": "upsert with merge_update_condition, 30% of the matched rows late",
+    "cdc": "upsert with delete_condition, an op column with 'D' rows",
+    "first_load": "DuckDB: the first run of 5M rows against dbt's table materialization",
+    "full_refresh": "DuckDB: --full-refresh of 5M rows against dbt's table materialization",
+    "scaling": "DuckDB: upsert of 100k into 1M and 30M, and 3M into 10M",
+}
 
 
 @dataclass(frozen=True)
 class Job:
-    strategy: str  # the effect: upsert, insert, update, full_merge, deduplicate
+    strategy: str  # the effect: a strategy, upsert_if_newer, cdc or load (see baselines.py)
     kind: str  # ours | dbt | sql
     method: str  # model name (ours, dbt) or formulation name (sql)
+
+
+@dataclass
+class Step:
+    """One workload on one source: the jobs measured on it, each from the same starting table."""
+
+    workload: str
+    inc: data.Increment
+    jobs: list[Job]
+    empty_start: bool = False  # start from no table (a first load), not the pristine target
+    dbt_args: tuple[str, ...] = ()
 
 
 @dataclass
@@ -50,11 +89,13 @@ class Result:
     strategy: str
     kind: str
     method: str
+    workload: str = ""
     seconds: list[float] = field(default_factory=list)
     peak_mb: list[float] = field(default_factory=list)
     start_mb: list[float] = field(default_factory=list)
     fingerprint: list | None = None
     same_result: bool | None = None
+    compared_with: str | None = None
     message: str = ""
     error: str | None = None
 
@@ -64,61 +105,148 @@ class Result:
 
 
 ALL_FORMULATIONS = False
-#: --strategies: measure only these (main increments only, no scaling); None = everything.
+#: --strategies: measure only these effects; None = everything.
 ONLY: list[str] | None = None
 PACKAGE = REPO
 
 
-def jobs_for(engine: str, strategies: list[str], builtins: bool = True) -> list[Job]:
+def sql_jobs(engine: str, effect: str, names: list[str] | None = None) -> list[Job]:
+    """Hand-written SQL for `effect`: the named formulations, else the first (or all)."""
+    if names is None:
+        names = list(baselines.formulations(engine, effect, "t", "s"))
+        names = names if ALL_FORMULATIONS else names[:1]
+    return [Job(effect, "sql", name) for name in names]
+
+
+def jobs_for(
+    engine: str, strategies: list[str], builtins: bool = True, options: bool = False
+) -> list[Job]:
+    """Ours for each strategy (with the change-detection options if `options`), the first
+    hand-written formulation, and dbt's built-ins (compared with upsert)."""
     jobs = []
     for strategy in strategies:
         jobs.append(Job(strategy, "ours", f"ours_{strategy}"))
-        formulations = (
-            baselines.duckdb_baselines if engine == "duckdb" else baselines.spark_baselines
-        )(strategy, "t", "s")
-        names = list(formulations) if ALL_FORMULATIONS else list(formulations)[:1]
-        jobs += [Job(strategy, "sql", name) for name in names]
+        if options and strategy in UPDATING:
+            jobs += [Job(strategy, "ours", f"ours_{strategy}{s}") for s in ("_check", "_always")]
+        jobs += sql_jobs(engine, strategy)
     if builtins:
-        jobs += [Job("upsert", "dbt", model) for model in BUILTINS[engine]]
+        # dbt's built-ins do an upsert; alone with another strategy, they stand in for it
+        effect = "upsert" if "upsert" in strategies else strategies[0]
+        jobs += [Job(effect, "dbt", model) for model in BUILTINS[engine]]
     return jobs
 
 
-def plan(engine: str, quick: bool) -> list[tuple[data.Increment, list[Job]]]:
-    """The increments to measure and the jobs on each (the same increment is measured once)."""
-    f = 10 if quick else 1
-    all5 = ["upsert", "insert", "update", "full_merge", "deduplicate"]
-    if engine == "duckdb":
-        big, inc = 10_000_000 // f, 1_000_000 // f
-        steps: list[tuple[data.Increment, list[Job]]] = [
-            (data.Increment(big, inc), jobs_for(engine, all5)),
-            (data.Increment(big, inc, unchanged=0.1), jobs_for(engine, ["upsert"])),
-            (data.Increment(big, inc, duplicates=0.05), jobs_for(engine, ["deduplicate"])),
+def plan(engine: str, scale: int) -> list[Step]:
+    """The workloads to measure (sizes divided by `scale`)."""
+    f = scale
+    all5 = list(STRATEGIES)
+    if engine == "spark":
+        big, inc = 2_000_000 // f, 200_000 // f
+        return [
+            Step("increments", data.Increment(big, inc), jobs_for(engine, all5, options=True)),
+            Step(
+                "duplicates",
+                data.Increment(big, inc, duplicates=0.05),
+                jobs_for(engine, ["deduplicate"], builtins=False),
+            ),
+            Step(
+                "conditional",
+                data.Increment(big, inc, shape="late"),
+                [Job("upsert_if_newer", "ours", "ours_upsert_if_newer")]
+                + sql_jobs(engine, "upsert_if_newer"),
+            ),
+            Step(
+                "cdc",
+                data.Increment(big, inc, shape="cdc"),
+                [Job("cdc", "ours", "ours_upsert_cdc")] + sql_jobs(engine, "cdc"),
+            ),
         ]
-        scaling = [
-            data.Increment(t // f, 100_000 // f) for t in (1_000_000, 10_000_000, 30_000_000)
-        ]
-        scaling += [data.Increment(big, i // f) for i in (10_000, 1_000_000, 3_000_000)]
-        for s in scaling:
-            if s != steps[0][0]:
-                steps.append(
-                    (
-                        s,
-                        jobs_for(engine, ["upsert"], builtins=False)
-                        + [Job("upsert", "dbt", "dbt_merge")],
-                    )
-                )
-        return steps
-    big, inc = 2_000_000 // f, 200_000 // f
+    big, inc = 10_000_000 // f, 1_000_000 // f
+    load = data.Increment(5_000_000 // f, 5_000_000 // f, shape="full")
+    load_jobs = [
+        Job("load", "ours", "ours_upsert"),
+        Job("load", "dbt", "dbt_table"),
+        *sql_jobs(engine, "load"),
+    ]
+    scaling_jobs = jobs_for(engine, ["upsert"], builtins=False) + [
+        Job("upsert", "dbt", "dbt_merge")
+    ]
     return [
-        (data.Increment(big, inc), jobs_for(engine, all5)),
-        (
+        Step("increments", data.Increment(big, inc), jobs_for(engine, all5, options=True)),
+        Step(
+            "unchanged",
+            data.Increment(big, inc, unchanged=0.1),
+            jobs_for(engine, ["upsert"], options=True),
+        ),
+        Step(
+            "duplicates",
             data.Increment(big, inc, duplicates=0.05),
-            jobs_for(engine, ["deduplicate"], builtins=False),
+            jobs_for(engine, ["deduplicate"]),
+        ),
+        *(
+            Step("small", data.Increment(big, n // f), jobs_for(engine, all5, options=True))
+            for n in (10_000, 100_000)
+        ),
+        Step(
+            "snapshot",
+            data.Increment(big, big, shape="snapshot"),
+            [
+                Job("upsert", "ours", "ours_upsert"),
+                Job("upsert", "ours", "ours_upsert_check"),
+                Job("upsert", "ours", "ours_upsert_always"),
+                Job("full_merge", "ours", "ours_full_merge_guarded"),
+                *sql_jobs(
+                    engine,
+                    "upsert",
+                    ["delete+insert", "skip-unchanged", "skip-unchanged(updated_at)"],
+                ),
+                *sql_jobs(engine, "full_merge", ["replace-all"]),
+                Job("upsert", "dbt", "dbt_delete_insert"),
+                Job("upsert", "dbt", "dbt_merge"),
+            ],
+        ),
+        Step(
+            "conditional",
+            data.Increment(big, inc, shape="late"),
+            [
+                Job("upsert_if_newer", "ours", "ours_upsert_if_newer"),
+                Job("upsert_if_newer", "dbt", "dbt_merge_if_newer"),
+                *sql_jobs(engine, "upsert_if_newer", ["delete+insert(newer)", "MERGE INTO"]),
+            ],
+        ),
+        Step(
+            "cdc",
+            data.Increment(big, inc, shape="cdc"),
+            [
+                Job("cdc", "ours", "ours_upsert_cdc"),
+                Job("cdc", "dbt", "dbt_merge_cdc"),
+                *sql_jobs(engine, "cdc", ["delete+insert(op)", "MERGE INTO"]),
+            ],
+        ),
+        Step("first_load", load, load_jobs, empty_start=True),
+        Step("full_refresh", load, load_jobs, dbt_args=("--full-refresh",)),
+        *(
+            Step("scaling", data.Increment(t // f, i // f), scaling_jobs)
+            for t, i in ((1_000_000, 100_000), (30_000_000, 100_000), (10_000_000, 3_000_000))
         ),
     ]
 
 
-def measure(engine_name: str, quick: bool, reps: int, workdir: Path, log) -> list[Result]:
+def select_steps(steps: list[Step], workloads: list[str] | None) -> list[Step]:
+    """The steps of the chosen workloads, each keeping only the jobs of --strategies."""
+    out = []
+    for step in steps:
+        if workloads and step.workload not in workloads:
+            continue
+        jobs = [j for j in step.jobs if not ONLY or j.strategy in ONLY]
+        if any(j.kind == "ours" for j in jobs):
+            out.append(Step(step.workload, step.inc, jobs, step.empty_start, step.dbt_args))
+    return out
+
+
+def measure(
+    engine_name: str, scale: int, reps: int, workdir: Path, log, workloads: list[str] | None
+) -> list[Result]:
     from .engines import open_engine, prepare
 
     project_dir = workdir / f"project_{engine_name}"
@@ -133,19 +261,16 @@ def measure(engine_name: str, quick: bool, reps: int, workdir: Path, log) -> lis
 
     results: list[Result] = []
     warmed = False
-    steps = plan(engine_name, quick)
-    if ONLY:
-        steps = [(inc, [j for j in jobs if j.strategy in ONLY]) for inc, jobs in steps[:3]]
-        steps = [(inc, jobs) for inc, jobs in steps if jobs]
-    for inc, jobs in steps:
+    for step in select_steps(plan(engine_name, scale), workloads):
+        inc, jobs = step.inc, step.jobs
         start = time.perf_counter()
         pristine = prepare(engine, inc)
-        if not results and not warmed:
+        if not warmed:
             warm_up(engine, dbt, pristine)
             warmed = True
         log(
-            f"[{engine_name}] {inc.label}: data ready in {time.perf_counter() - start:.1f}s,"
-            f" {len(jobs)} methods x {reps}"
+            f"[{engine_name}] {step.workload}: {inc.label}: data ready in"
+            f" {time.perf_counter() - start:.1f}s, {len(jobs)} methods x {reps}"
         )
         by_job = {
             job: Result(
@@ -157,6 +282,7 @@ def measure(engine_name: str, quick: bool, reps: int, workdir: Path, log) -> lis
                 job.strategy,
                 job.kind,
                 job.method,
+                step.workload,
             )
             for job in jobs
         }
@@ -165,11 +291,11 @@ def measure(engine_name: str, quick: bool, reps: int, workdir: Path, log) -> lis
                 res = by_job[job]
                 if res.error:
                     continue
-                run_one(engine, dbt, pristine, job, res, first=rep == 0)
+                run_one(engine, dbt, pristine, step, job, res, first=rep == 0)
                 log(
-                    f"  {job.strategy:<11} {job.kind:<4} {job.method:<24} "
+                    f"  {job.strategy:<15} {job.kind:<4} {job.method:<26} "
                     + (
-                        f"{res.seconds[-1]:7.3f}s  peak {res.peak_mb[-1]:7.0f} MB"
+                        f"{res.seconds[-1]:7.3f}s  peak {res.peak_mb[-1]:7.0f} MB  {res.message}"
                         if not res.error
                         else f"FAILED: {res.error[:200]}"
                     )
@@ -186,41 +312,64 @@ def warm_up(engine, dbt: DbtProject, pristine: str) -> None:
         dbt.run(model)
 
 
-def run_one(engine, dbt: DbtProject, pristine: str, job: Job, res: Result, first: bool) -> None:
+def run_one(
+    engine, dbt: DbtProject, pristine: str, step: Step, job: Job, res: Result, first: bool
+) -> None:
+    """Restore the starting table, run the job, record its time, memory and (first time) the
+    fingerprint of the table it leaves. A failing job becomes an error row, never a crash."""
     table = SQL_TARGET if job.kind == "sql" else job.method
-    engine.restore(table, pristine)
+    if step.empty_start:
+        engine.restore_empty(table)
+    else:
+        engine.restore(table, pristine)
     pid = engine.memory_pid()
     memory.reset_peak([pid])
     res.start_mb.append(round(memory.rss_mb(pid), 1))
-    if job.kind == "sql":
-        formulations = (
-            baselines.duckdb_baselines if engine.name == "duckdb" else baselines.spark_baselines
-        )(job.strategy, engine.target_ref(table), engine.source_ref())
-        try:
-            seconds = engine.run_statements(formulations[job.method])
-        except Exception as exc:  # a formulation the engine rejects is reported, not fatal
-            if engine.name == "duckdb":
-                engine.execute("rollback")
-            res.error = str(exc).splitlines()[0]
-            return
-    else:
-        run = dbt.run(job.method)
-        if run.error:
-            res.error = run.error.splitlines()[0]
-            return
-        seconds, res.message = run.seconds, run.message
+    try:
+        if job.kind == "sql":
+            statements = baselines.formulations(
+                engine.name, job.strategy, engine.target_ref(table), engine.source_ref()
+            )[job.method]
+            seconds = engine.run_statements(statements)
+        else:
+            run = dbt.run(job.method, step.dbt_args)
+            if run.error:
+                res.error = _first_line(run.error)
+                return
+            seconds, res.message = run.seconds, run.message
+            expect = expectation(job.method) if job.kind == "ours" else None
+            if expect and not re.search(expect[0], res.message):
+                res.error = f"option not applied? ({expect[1]}): {res.message}"
+                return
+    except Exception as exc:  # an engine's or dbt's error is reported, not fatal
+        res.error = _first_line(str(exc)) or type(exc).__name__
+        return
     res.peak_mb.append(round(memory.peak_mb(pid), 1))
     res.seconds.append(round(seconds, 4))
     if first:
         res.fingerprint = [str(v) for v in engine.fingerprint(table)]
 
 
+def _first_line(error: str) -> str:
+    """The line of an error that says what went wrong (dbt's first line names only the model)."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    if len(lines) > 1 and re.match(r"\w+ Error in (model|macro)", lines[0]):
+        return lines[1]
+    return lines[0] if lines else ""
+
+
 def mark_same_result(results: list[Result]) -> None:
-    """Each method's final table against ours for the same effect (count + sum of row hashes)."""
-    ours = {r.strategy: r.fingerprint for r in results if r.kind == "ours" and r.fingerprint}
+    """Each method's final table (row count and sum of row hashes) against the reference of the
+    same effect: our first method that ran, else (ours failed) the first method that ran, so
+    the others are still checked against each other."""
+    ref: dict[str, Result] = {}
+    for r in sorted((r for r in results if r.fingerprint), key=lambda r: r.kind != "ours"):
+        ref.setdefault(r.strategy, r)
     for r in results:
-        if r.kind != "ours" and r.fingerprint and r.strategy in ours:
-            r.same_result = r.fingerprint == ours[r.strategy]
+        base = ref.get(r.strategy)
+        if r.fingerprint and base and base is not r:
+            r.same_result = r.fingerprint == base.fingerprint
+            r.compared_with = base.method
 
 
 def versions(engine: str) -> dict[str, str]:
@@ -273,7 +422,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--strategies",
-        help="comma-separated effects to measure (e.g. full_merge,upsert); skips the scaling runs",
+        help="comma-separated effects to measure (e.g. full_merge,upsert); without --workloads, "
+        "only the increments, unchanged and duplicates workloads",
+    )
+    parser.add_argument(
+        "--workloads",
+        help="comma-separated workloads to run (default all): " + ", ".join(WORKLOADS),
+    )
+    parser.add_argument(
+        "--scale",
+        type=int,
+        help="divide every size by this (default 1, or 10 with --quick), e.g. --scale 100",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="instead of the benchmark: dbt's per-statement overhead and our upsert's "
+        "statements one by one (benchmarks/profile.py; takes --quick and --scale)",
     )
     parser.add_argument(
         "--package-dir",
@@ -282,9 +447,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--json-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    scale = args.scale or (10 if args.quick else 1)
+    if args.profile:
+        from . import profile
+
+        return profile.main(scale, args.out, args.reps or 3)
     global ALL_FORMULATIONS, ONLY, PACKAGE
     ALL_FORMULATIONS = args.all_formulations
     ONLY = args.strategies.split(",") if args.strategies else None
+    workloads = args.workloads.split(",") if args.workloads else None
+    if ONLY and not workloads:
+        workloads = ["increments", "unchanged", "duplicates"]
+    unknown = set(workloads or []) - set(WORKLOADS)
+    if unknown:
+        parser.error(
+            f"unknown workload(s) {', '.join(sorted(unknown))}; one of {', '.join(WORKLOADS)}"
+        )
     PACKAGE = args.package_dir.resolve() if args.package_dir else REPO
     reps = args.reps or (1 if args.quick else 2 if args.engine == "spark" else 3)
     out = args.out or (
@@ -311,6 +489,8 @@ def main(argv: list[str] | None = None) -> int:
             cmd += (["--quick"] if args.quick else []) + (["--keep"] if args.keep else [])
             cmd += ["--all-formulations"] if args.all_formulations else []
             cmd += ["--strategies", args.strategies] if args.strategies else []
+            cmd += ["--workloads", args.workloads] if args.workloads else []
+            cmd += ["--scale", str(args.scale)] if args.scale else []
             cmd += ["--package-dir", str(PACKAGE)] if args.package_dir else []
             if subprocess.run(cmd, cwd=REPO).returncode != 0:
                 log(f"{engine}: benchmark failed; reporting the other engine only")
@@ -320,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         workdir = Path(tempfile.mkdtemp(prefix=f"merge_bench_{args.engine}_"))
         try:
-            measured = measure(args.engine, args.quick, reps, workdir, log)
+            measured = measure(args.engine, scale, reps, workdir, log, workloads)
         finally:
             if not args.keep:
                 shutil.rmtree(workdir, ignore_errors=True)
@@ -337,6 +517,7 @@ def main(argv: list[str] | None = None) -> int:
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "engine": args.engine,
         "quick": args.quick,
+        "scale": scale,
         "reps": reps
         if args.engine != "all"
         else args.reps or ("1" if args.quick else "3 DuckDB, 2 Spark"),

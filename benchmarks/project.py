@@ -8,12 +8,39 @@ from pathlib import Path
 
 import yaml
 
+from .data import COLUMNS, KEY
+
 REPO = Path(__file__).resolve().parent.parent
 STRATEGIES = ("upsert", "insert", "update", "full_merge", "deduplicate")
+#: Strategies with matched rows to update, where the change-detection options apply.
+UPDATING = ("upsert", "update", "full_merge", "deduplicate")
 #: dbt's built-in incremental strategies per engine (model name -> incremental_strategy).
 BUILTINS = {
     "duckdb": {"dbt_merge": "merge", "dbt_delete_insert": "delete+insert"},
     "spark": {"dbt_merge": "merge"},
+}
+#: Workloads a dbt built-in cannot express (said in the report instead of a row).
+NOT_EXPRESSIBLE = {
+    ("spark", "conditional"): "dbt-spark's merge has no update condition",
+    ("spark", "cdc"): "dbt-spark's merge has no delete clause",
+}
+NON_KEY = [c for c in COLUMNS if c != KEY]
+NEWER = "DBT_INTERNAL_SOURCE.updated_at > DBT_INTERNAL_DEST.updated_at"
+DELETE_OP = "DBT_INTERNAL_SOURCE.op = 'D'"
+#: Model name suffix -> the options it adds to an `ours_<strategy>` model.
+OPTIONS = {
+    "": {},
+    "_check": {"merge_check_columns": ["updated_at"]},
+    "_always": {"detect_unchanged": False},
+    "_if_newer": {"merge_update_condition": NEWER},
+    "_cdc": {"delete_condition": DELETE_OP},
+}
+#: What the statistics of a model with an option must show, else the option was not applied
+#: (dbt ignores a config it does not know): model suffix -> (regex on the message, why).
+EXPECT = {
+    "_always": (r"(?<![0-9])0 unchanged", "detect_unchanged=false leaves no row unchanged"),
+    "_if_newer": (r"held back", "merge_update_condition reports the rows held back"),
+    "_cdc": (r"[1-9][0-9]* deleted", "delete_condition deletes the 'D' rows"),
 }
 
 SPARK_CONF = {
@@ -80,24 +107,79 @@ def write_project(
         yaml.safe_dump({"merge_bench": {"target": engine, "outputs": {engine: outputs[engine]}}})
     )
     source = f"select * from {schema(engine)}.bench_src"
+    for model, config in models(engine).items():
+        if engine == "duckdb":
+            # each model's table is main.target of its own attached database (see engines.py)
+            config = config | {"database": model, "alias": "target"}
+        args = ", ".join(f"{k}={_jinja(v)}" for k, v in config.items())
+        (root / "models" / f"{model}.sql").write_text(f"{{{{ config({args}) }}}}\n{source}\n")
 
-    def where(model: str) -> str:
-        # DuckDB: each model's table is main.target of its own attached database (see engines.py)
-        return f", database='{model}', alias='target'" if engine == "duckdb" else ""
 
+def models(engine: str) -> dict[str, dict]:
+    """Every model of the benchmark project: name -> its config."""
+    out: dict[str, dict] = {}
     for strategy in STRATEGIES:
-        extra = ", dedup_order_by='updated_at desc'" if strategy == "deduplicate" else ""
-        (root / "models" / f"ours_{strategy}.sql").write_text(
-            f"{{{{ config(materialized='merge', strategy='{strategy}', "
-            f"unique_key='id'{extra}{where('ours_' + strategy)}) }}}}\n"
-            f"{source}\n"
-        )
+        base = {"materialized": "merge", "strategy": strategy, "unique_key": "id"}
+        if strategy == "deduplicate":
+            base["dedup_order_by"] = "updated_at desc"
+        if strategy == "full_merge":
+            # an increment is a small part of the table: full_merge deletes the rest (95%+),
+            # which the mass-delete guard refuses by default; the snapshot has its own model
+            out["ours_full_merge_guarded"] = dict(base)
+            base["max_delete_fraction"] = 1
+        suffixes = [""] + (["_check", "_always"] if strategy in UPDATING else [])
+        suffixes += ["_if_newer", "_cdc"] if strategy == "upsert" else []
+        for suffix in suffixes:
+            out[f"ours_{strategy}{suffix}"] = base | OPTIONS[suffix]
     for model, builtin in BUILTINS[engine].items():
-        (root / "models" / f"{model}.sql").write_text(
-            "{{ config(materialized='incremental', "
-            f"incremental_strategy='{builtin}', unique_key='id'{where(model)}) }}}}\n"
-            f"{source}\n"
-        )
+        out[model] = {
+            "materialized": "incremental",
+            "incremental_strategy": builtin,
+            "unique_key": "id",
+        }
+    if engine == "duckdb":
+        merge = out["dbt_merge"]
+        out["dbt_merge_if_newer"] = merge | {"merge_update_condition": NEWER}
+        source = [f"DBT_INTERNAL_SOURCE.{c}" for c in COLUMNS]
+        out["dbt_merge_cdc"] = merge | {
+            "merge_clauses": {
+                "when_matched": [
+                    {"action": "delete", "condition": DELETE_OP},
+                    {"action": "update", "mode": "explicit", "update": {"include": NON_KEY}},
+                ],
+                "when_not_matched": [
+                    {
+                        "action": "insert",
+                        "mode": "explicit",
+                        "condition": f"not ({DELETE_OP})",
+                        "insert": {"columns": list(COLUMNS), "values": source},
+                    }
+                ],
+            }
+        }
+        out["dbt_table"] = {"materialized": "table"}
+    return out
+
+
+def expectation(model: str) -> tuple[str, str] | None:
+    """(regex, why) the statistics of `model` must match, if it sets an option we can see."""
+    for suffix, expect in EXPECT.items():
+        if model.endswith(suffix):
+            return expect
+    return None
+
+
+def _jinja(value) -> str:
+    """A Python value as a Jinja literal."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_jinja(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_jinja(k)}: {_jinja(v)}" for k, v in value.items()) + "}"
+    return str(value)
 
 
 @dataclass
@@ -115,7 +197,8 @@ class DbtProject:
         os.environ["DBT_PROFILES_DIR"] = str(root)
         os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
 
-    def _invoke(self, args: list[str]):
+    def invoke(self, args: list[str], callbacks: list | None = None):
+        """One dbt command in this process; `callbacks` receive dbt's events."""
         from dbt.cli.main import dbtRunner
 
         cli = [
@@ -128,16 +211,18 @@ class DbtProject:
             self.engine,
             "--quiet",
         ]
-        return dbtRunner().invoke(cli)
+        return dbtRunner(callbacks=callbacks or []).invoke(cli)
 
     def deps(self) -> None:
-        res = self._invoke(["deps"])
+        res = self.invoke(["deps"])
         if not res.success:
             raise RuntimeError(f"dbt deps failed: {res.exception}")
 
-    def run(self, model: str) -> ModelRun:
+    def run(
+        self, model: str, args: tuple[str, ...] = (), callbacks: list | None = None
+    ) -> ModelRun:
         """Run one model; seconds = dbt's own timing of the model's execute phase."""
-        res = self._invoke(["run", "--select", model])
+        res = self.invoke(["run", "--select", model, *args], callbacks)
         results = list(getattr(res.result, "results", None) or [])
         if not results:
             raise RuntimeError(f"dbt run {model}: no result ({res.exception})")

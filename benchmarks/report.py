@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .project import NOT_EXPRESSIBLE
+
 
 def _s(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
@@ -17,49 +19,83 @@ def _mb(r: dict | None) -> str:
     return "-" if not r or not r["peak_mb"] else f"{max(r['peak_mb']):.0f}"
 
 
-def _builtin(r: dict | None) -> str:
-    if not r:
-        return "-"
-    return "failed" if r["error"] else _s(r["median"])
+def _med(r: dict | None) -> float | None:
+    return r["median"] if r and not r["error"] else None
 
 
 def _group(results: list[dict]) -> dict[tuple, list[dict]]:
+    """Results measured on the same starting table and source, in the order they ran."""
     groups: dict[tuple, list[dict]] = {}
     for r in results:
-        groups.setdefault((r["engine"], r["data"]), []).append(r)
+        groups.setdefault((r["engine"], r.get("workload", ""), r["data"]), []).append(r)
     return groups
 
 
+def _reference(group: list[dict]) -> dict[str, dict]:
+    """Per effect, our first method (the default configuration): what the others compare with."""
+    ref: dict[str, dict] = {}
+    for r in group:
+        if r["kind"] == "ours":
+            ref.setdefault(r["strategy"], r)
+    return ref
+
+
+def _fastest(rows: list[dict]) -> dict | None:
+    done = [r for r in rows if _med(r)]
+    return min(done, key=lambda r: r["median"]) if done else None
+
+
+def best_builtin(group: list[dict], effect: str) -> tuple[dict | None, str]:
+    """dbt's fastest built-in for `effect` that leaves our table (else any that ran, marked),
+    and a note: '' or why the row shows no built-in or another effect's."""
+    dbt = [r for r in group if r["kind"] == "dbt"]
+    same = [r for r in dbt if r["strategy"] == effect]
+    note = ""
+    if not same and effect in ("insert", "update", "full_merge", "deduplicate"):
+        same, note = [r for r in dbt if r["strategy"] == "upsert"], " (an upsert)"
+    best = _fastest([r for r in same if r["same_result"] is not False])
+    if best:
+        return best, note
+    best = _fastest(same)
+    if best:
+        return best, note + " (a different table)"
+    if same:
+        return same[0], note
+    return None, ""
+
+
 def summary_rows(results: list[dict]) -> list[dict]:
-    """Per engine, data and strategy: ours, the fastest hand-written SQL, dbt's built-ins."""
+    """Per engine, workload, data and our method: the fastest hand-written SQL and the fastest
+    dbt built-in of the same effect."""
     rows = []
-    for (engine, _), group in _group(results).items():
-        builtins = {r["method"]: r for r in group if r["kind"] == "dbt"}
+    for (engine, workload, _), group in _group(results).items():
         for ours in (r for r in group if r["kind"] == "ours"):
-            sql = [
-                r
-                for r in group
-                if r["kind"] == "sql" and r["strategy"] == ours["strategy"] and r["median"]
-            ]
-            best = min(sql, key=lambda r: r["median"]) if sql else None
+            effect = ours["strategy"]
+            best = _fastest([r for r in group if r["kind"] == "sql" and r["strategy"] == effect])
+            dbt, note = best_builtin(group, effect)
+            if dbt is None:
+                note = NOT_EXPRESSIBLE.get((engine, workload), "")
             rows.append(
                 {
                     "engine": engine,
+                    "workload": workload,
                     "label": ours["label"],
-                    "strategy": ours["strategy"],
+                    "strategy": effect,
                     "ours": ours,
                     "best": best,
-                    "dbt_merge": builtins.get("dbt_merge"),
-                    "dbt_delete_insert": builtins.get("dbt_delete_insert"),
+                    "dbt": dbt,
+                    "dbt_note": note,
                 }
             )
     return rows
 
 
 def markdown(meta: dict, results: list[dict]) -> str:
+    scale = meta.get("scale", 10 if meta["quick"] else 1)
+    sizes = "full sizes" if scale == 1 else f"sizes divided by {scale}"
     out = [
-        f"Run {meta['date']}, {'quick (1/10 sizes)' if meta['quick'] else 'full sizes'}, "
-        f"median of {meta['reps']} run(s), {meta['wall_seconds']} s wall in all.",
+        f"Run {meta['date']}, {sizes}, median of {meta['reps']} run(s), "
+        f"{meta['wall_seconds']} s wall in all.",
         f"Machine: {meta['machine']}.",
         "Load average (1/5/15 min) at start {} and end {}: other work shared the machine.".format(
             *("/".join(f"{x:.1f}" for x in meta["load_average"][k]) for k in ("start", "end"))
@@ -67,76 +103,113 @@ def markdown(meta: dict, results: list[dict]) -> str:
         "Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".",
         "",
     ]
+    differ = [r for r in results if r["same_result"] is False]
+    out.append(
+        "**Same-table check: every method left the table of its reference.**"
+        if not differ
+        else f"**Same-table check: {len(differ)} method(s) left another table than their "
+        "reference:** "
+        + "; ".join(
+            f"{r['engine']} {r.get('workload', '')} {r['method']} vs {r.get('compared_with')}"
+            for r in differ
+        )
+        + "."
+    )
+    out.append("")
     out += [
         "### Summary: seconds of the merge step (median) and ratios of ours to each",
         "",
-        "| engine | data | strategy | ours s | best hand-written SQL s | ours / SQL "
-        "| dbt merge s | ours / dbt merge | dbt delete+insert s | ours / dbt d+i "
-        "| peak RSS MB ours / SQL / dbt merge |",
+        "Per our method: the fastest hand-written SQL of the same effect (no validation, no "
+        "statistics) and the fastest dbt built-in that leaves the same table. Peak RSS: the "
+        "process doing the work (see BENCHMARKS.md).",
+        "",
+        "| engine | workload | data | effect | ours | ours s | best hand-written SQL s "
+        "| ours / SQL | best dbt built-in s | ours / dbt | peak RSS MB ours / SQL / dbt |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in summary_rows(results):
-        ours, best, dm, di = row["ours"], row["best"], row["dbt_merge"], row["dbt_delete_insert"]
-        om = ours["median"]
-
-        def med(r: dict | None) -> float | None:
-            return r["median"] if r and not r["error"] else None
-
-        best_txt = f"{_s(med(best))} ({best['method']})" if best else "-"
+        ours, best, dbt = row["ours"], row["best"], row["dbt"]
+        om = _med(ours)
+        best_txt = f"{_s(_med(best))} ({best['method']})" if best else "-"
+        if best and best["same_result"] is False:
+            best_txt += " (a different table)"
+        if dbt is None:
+            dbt_txt = row["dbt_note"] or "-"
+        elif dbt["error"]:
+            dbt_txt = f"failed ({dbt['method']}){row['dbt_note']}"
+        else:
+            dbt_txt = f"{_s(_med(dbt))} ({dbt['method']}){row['dbt_note']}"
+        ours_txt = _s(om) if om else "failed"
         out.append(
-            f"| {row['engine']} | {row['label']} | {row['strategy']} | {_s(om) if om else '-'} "
-            f"| {best_txt} | {_ratio(om, med(best))} | {_builtin(dm)} "
-            f"| {_ratio(om, med(dm))} | {_builtin(di)} "
-            f"| {_ratio(om, med(di))} | {_mb(ours)} / {_mb(best)} / {_mb(dm)} |"
+            f"| {row['engine']} | {row['workload']} | {row['label']} | {row['strategy']} "
+            f"| {ours['method']} | {ours_txt} | {best_txt} | {_ratio(om, _med(best))} "
+            f"| {dbt_txt} | {_ratio(om, _med(dbt))} | {_mb(ours)} / {_mb(best)} / {_mb(dbt)} |"
         )
     out += [
         "",
         "### Every measurement",
         "",
-        "| engine | data | effect | method | median s | min-max s | peak RSS MB (at start) "
-        "| same table as ours | statistics / error |",
-        "|---|---|---|---|---|---|---|---|---|",
+        '"ours / this": our default method for the same effect (the first `ours` row of the '
+        "effect) over this one. \"same table\": this method's final table against that one's "
+        "(row count and sum of row hashes), or against the method named when ours failed.",
+        "",
+        "| engine | workload | data | effect | method | median s | min-max s "
+        "| peak RSS MB (at start) | ours / this | same table | statistics / error |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in results:
-        kind = {"ours": "merge materialization", "dbt": "dbt built-in", "sql": "hand-written SQL"}[
-            r["kind"]
-        ]
-        spread = f"{min(r['seconds']):.2f}-{max(r['seconds']):.2f}" if r["seconds"] else "-"
-        peak = f"{max(r['peak_mb']):.0f} ({min(r['start_mb']):.0f})" if r["peak_mb"] else "-"
-        same = {True: "yes", False: "NO", None: ""}[r["same_result"]]
-        note = (r["error"] or r["message"] or "").replace("|", "/")[:160]
-        out.append(
-            f"| {r['engine']} | {r['label']} | {r['strategy']} | {kind}: {r['method']} "
-            f"| {_s(r['median'])} | {spread} | {peak} | {same} | {note} |"
-        )
+    for group in _group(results).values():
+        ref = _reference(group)
+        for r in group:
+            kind = {"ours": "ours", "dbt": "dbt built-in", "sql": "hand-written SQL"}[r["kind"]]
+            spread = f"{min(r['seconds']):.2f}-{max(r['seconds']):.2f}" if r["seconds"] else "-"
+            peak = f"{max(r['peak_mb']):.0f} ({min(r['start_mb']):.0f})" if r["peak_mb"] else "-"
+            same = {True: "yes", False: "NO", None: ""}[r["same_result"]]
+            default = ref.get(r["strategy"])
+            if r.get("compared_with") and (not default or default["method"] != r["compared_with"]):
+                same += f" (vs {r['compared_with']})"
+            base = default or ref.get("upsert")
+            ratio = "" if base is r else _ratio(_med(base), _med(r))
+            note = (r["error"] or r["message"] or "").replace("|", "/")[:200]
+            out.append(
+                f"| {r['engine']} | {r.get('workload', '')} | {r['label']} | {r['strategy']} "
+                f"| {kind}: {r['method']} | {_s(r['median'])} | {spread} | {peak} | {ratio} "
+                f"| {same} | {note} |"
+            )
     scaling = scaling_series(results)
     if scaling:
         out += [
             "",
-            "### Scaling of upsert on DuckDB (median seconds)",
+            "### Scaling of upsert on DuckDB (median seconds; peak RSS MB)",
             "",
-            "| target rows | increment rows | ours | best hand-written SQL | dbt merge |",
-            "|---|---|---|---|---|",
+            "| target rows | increment rows | ours | best hand-written SQL | dbt merge "
+            "| peak MB ours / SQL / dbt merge |",
+            "|---|---|---|---|---|---|",
         ]
         for (t, i), m in sorted(scaling.items()):
+            mb = " / ".join(_mb(m.get(f"{k}_result")) for k in ("ours", "sql", "dbt"))
             out.append(
-                f"| {t:,} | {i:,} | {_s(m.get('ours'))} | {_s(m.get('sql'))} | {_s(m.get('dbt'))} |"
+                f"| {t:,} | {i:,} | {_s(m.get('ours'))} | {_s(m.get('sql'))} "
+                f"| {_s(m.get('dbt'))} | {mb} |"
             )
     return "\n".join(out) + "\n"
 
 
-def scaling_series(results: list[dict]) -> dict[tuple[int, int], dict[str, float]]:
-    """Upsert on DuckDB, plain increments only: (target, increment) -> median seconds per kind."""
-    points: dict[tuple[int, int], dict[str, float]] = {}
+def scaling_series(results: list[dict]) -> dict[tuple[int, int], dict]:
+    """Upsert on DuckDB, plain increments only: (target, increment) -> median seconds per kind
+    (and the result measured, under '<kind>_result')."""
+    points: dict[tuple[int, int], dict] = {}
     for r in results:
-        if r["engine"] != "duckdb" or r["strategy"] != "upsert" or not r["median"]:
+        if r["engine"] != "duckdb" or r["strategy"] != "upsert" or not _med(r):
+            continue
+        if r.get("workload", "increments") not in ("increments", "small", "scaling"):
             continue
         if "unchanged" in r["label"] or "duplicate" in r["label"]:
             continue
-        if r["kind"] == "dbt" and r["method"] != "dbt_merge":
+        if r["method"] not in ("ours_upsert", "dbt_merge") and r["kind"] != "sql":
             continue
         p = points.setdefault((r["target_rows"], r["increment_rows"]), {})
-        p[r["kind"]] = min(p.get(r["kind"], float("inf")), r["median"])
+        if r["median"] < p.get(r["kind"], float("inf")):
+            p[r["kind"]], p[f"{r['kind']}_result"] = r["median"], r
     return points if len(points) > 2 else {}
 
 

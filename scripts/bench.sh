@@ -1,9 +1,32 @@
 #!/usr/bin/env bash
-# Benchmark the merge materialization (see BENCHMARKS.md). Not part of the tests.
-#   bash scripts/bench.sh                      # everything, full sizes (~25 min on 2 cores)
+# Benchmark the merge materialization (see BENCHMARKS.md) and the merge into Parquet datasets
+# (benchmarks/parquet_bench.py). Not part of the tests.
+#   bash scripts/bench.sh                      # everything, full sizes (~35 min on 2 cores)
 #   bash scripts/bench.sh --engine duckdb --quick
+#   bash scripts/bench.sh --engine duckdb --workloads snapshot,cdc --scale 100
+#   bash scripts/bench.sh --profile --quick    # dbt's cost per statement, our upsert's statements
+#   bash scripts/bench.sh --engine parquet --quick
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck disable=SC1091
 source scripts/env.sh
-exec python -m benchmarks.merge_bench "$@"
+engine=all
+args=()
+while (($#)); do
+  case "$1" in
+    --engine) engine="$2"; shift 2 ;;
+    --engine=*) engine="${1#*=}"; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+if [ "$engine" != parquet ]; then
+  python -m benchmarks.merge_bench --engine "$engine" ${args[@]+"${args[@]}"}
+fi
+# the Parquet-dataset benchmark takes --quick and --reps only
+merge_only=0
+for a in ${args[@]+"${args[@]}"}; do
+  case "$a" in --profile|--workloads*|--scale*|--strategies*|--package-dir*) merge_only=1 ;; esac
+done
+if [ "$engine" = parquet ] || { [ "$engine" = all ] && [ "$merge_only" = 0 ]; }; then
+  python -m benchmarks.parquet_bench ${args[@]+"${args[@]}"}
+fi
