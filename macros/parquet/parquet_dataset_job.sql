@@ -8,7 +8,7 @@
 
   Config: location (the folder; relative paths are relative to where dbt runs, as for
   dbt-duckdb's external models), unique_key, strategy, dedup_order_by, merge_update_columns,
-  merge_exclude_columns, max_delete_fraction, partition_by (a column or a list; also read from
+  merge_exclude_columns, merge_check_columns, detect_unchanged, max_delete_fraction, partition_by (a column or a list; also read from
   `options`, as external models have it), compression, rows_per_file.
 -#}
 {% macro parquet_dataset_job() %}
@@ -18,8 +18,8 @@
   {% endif %}
   {#- options of table merges that the Parquet merge does not implement: refused, never ignored -#}
   {% for key in ['incremental_predicates', 'predicates', 'merge_update_condition', 'delete_condition',
-                 'soft_delete_column', 'soft_delete_timestamp_column', 'merge_check_columns',
-                 'detect_unchanged', 'dry_run', 'merge_history_table'] %}
+                 'soft_delete_column', 'soft_delete_timestamp_column', 'dry_run',
+                 'merge_history_table'] %}
     {% if config.get(key) is not none %}
       {{ dbt_merge.raise_merge_error(key ~ " is not supported when merging into a Parquet dataset "
           ~ "(location is set). Remove it, or merge into a table.") }}
@@ -51,6 +51,8 @@
       'dedup_order_by': config.get('dedup_order_by'),
       'merge_update_columns': config.get('merge_update_columns'),
       'merge_exclude_columns': config.get('merge_exclude_columns'),
+      'merge_check_columns': config.get('merge_check_columns'),
+      'detect_unchanged': config.get('detect_unchanged', true),
       'max_delete_fraction': config.get('max_delete_fraction'),
       'partition_by': partition_by,
       'compression': config.get('compression') or options.get('compression'),

@@ -70,6 +70,8 @@ def merge_parquet_dataset(
     row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
     merge_update_columns: Sequence[str] | None = None,
     merge_exclude_columns: Sequence[str] | None = None,
+    merge_check_columns: Sequence[str] | None = None,
+    detect_unchanged: bool = True,
     max_delete_fraction: float = 0.5,
     full_refresh: bool = False,
     memory_limit: str | None = None,
@@ -92,7 +94,8 @@ def merge_parquet_dataset(
         spills to the dataset's work folder); partition_by: hive partition columns for a new
         dataset (an existing one keeps its own, and a different value is refused);
     rows_per_file / row_group_size: the size of the files written; merge_update_columns /
-        merge_exclude_columns: as the dbt config; max_delete_fraction: full_merge refuses
+        merge_exclude_columns, merge_check_columns, detect_unchanged: as the dbt config
+        (what "unchanged" means); max_delete_fraction: full_merge refuses
         to delete more than this fraction of the dataset's rows (1 allows any);
     full_refresh: replace the whole dataset with the (checked, deduplicated) source;
     memory_limit: DuckDB's memory_limit for the private connection; durable: fsync before
@@ -113,6 +116,8 @@ def merge_parquet_dataset(
         row_group_size=row_group_size,
         merge_update_columns=merge_update_columns,
         merge_exclude_columns=merge_exclude_columns,
+        merge_check_columns=merge_check_columns,
+        detect_unchanged=detect_unchanged,
         max_delete_fraction=max_delete_fraction,
         full_refresh=full_refresh,
         memory_limit=memory_limit,
@@ -135,6 +140,8 @@ def run_merge(
     row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
     merge_update_columns: Sequence[str] | None = None,
     merge_exclude_columns: Sequence[str] | None = None,
+    merge_check_columns: Sequence[str] | None = None,
+    detect_unchanged: bool = True,
     max_delete_fraction: float = 0.5,
     full_refresh: bool = False,
     memory_limit: str | None = None,
@@ -165,6 +172,8 @@ def run_merge(
         "dedup_order_by": dedup_order_by,
         "merge_update_columns": merge_update_columns,
         "merge_exclude_columns": merge_exclude_columns,
+        "merge_check_columns": merge_check_columns,
+        "detect_unchanged": detect_unchanged,
         "max_delete_fraction": max_delete_fraction,
     }
     session: _Session | None = None

@@ -50,6 +50,8 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
             rows_per_file=args.get("rows_per_file") or 1_000_000,
             merge_update_columns=args.get("merge_update_columns"),
             merge_exclude_columns=args.get("merge_exclude_columns"),
+            merge_check_columns=args.get("merge_check_columns"),
+            detect_unchanged=_default(args.get("detect_unchanged"), True),
             max_delete_fraction=_default(args.get("max_delete_fraction"), 0.5),
             full_refresh=bool(args.get("full_refresh")),
             error_prefix="",
