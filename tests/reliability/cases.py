@@ -111,7 +111,7 @@ INTERNAL_NAMES = [
     "dbt_merge_work_rows", "dbt_merge_emptied", "file_format", "dbt_merge_parquet",
     "dbt_merge_affected", "dbt_merge_source_rows", "dbt_merge_work", "dbt_merge_parquet_result",
     "dbt_merge_written", "dbt_merge_describe", "dbt_merge_parquet_", "dbt_merge_leftovers",
-    "dbt_merge_match", "dbt_merge_m", "dbt_merge_m1",
+    "dbt_merge_match", "dbt_merge_m", "dbt_merge_m1", "dbt_merge_rebuild",
 ]  # fmt: skip
 RESERVED_NAMES = [
     "select", "from", "where", "order", "group", "by", "key", "value", "table", "end", "case",
