@@ -4,7 +4,8 @@
   - the target already holds a key of the SELECT more than once: which row to update is
     ambiguous, and the counts would not describe the table;
   - a SELECT row whose key exists in the target only outside incremental_predicates would be
-    inserted as a second row of that key (unless on_key_outside_predicates='insert');
+    inserted as a second row of that key, or, when delete_condition is true for it, would
+    delete nothing (unless on_key_outside_predicates='insert');
   - full_merge would delete more than max_delete_fraction of the target rows it considers
     (an empty SELECT, a filter left in the model, a broken upstream).
 -#}
@@ -18,13 +19,17 @@
         ~ "--full-refresh). The target was not changed.") }}
   {% endif %}
 
+  {#- delete_condition rows too: one whose key the target holds only outside the predicates
+      would silently delete nothing (found by the generated condition cases) -#}
   {% if plan.predicates and plan.actions.source_only == 'insert' and plan.key_outside_predicates == 'fail'
-        and counts.inserted > 0 %}
+        and (counts.inserted > 0 or plan.delete_condition) %}
     {% set row = dbt_merge.run_sql(dbt_merge._keys_outside_predicates_sql(plan), 'dbt_merge_check').rows[0] %}
     {% if row[0] | int > 0 %}
       {{ dbt_merge.raise_merge_error(row[0] | int ~ " row(s) of the SELECT have a key that the target holds only "
           ~ "outside incremental_predicates, e.g. (" ~ plan.key_columns | join(', ') ~ ") = (" ~ row[1] ~ "): "
-          ~ "inserting them would give the table that key twice. Widen incremental_predicates to cover these "
+          ~ "inserting them would give the table that key twice"
+          ~ (" (and a row for which delete_condition is true could not delete it)" if plan.delete_condition else "")
+          ~ ". Widen incremental_predicates to cover these "
           ~ "rows, filter them out of the SELECT, or set on_key_outside_predicates='insert' to insert them "
           ~ "anyway (dbt's behaviour). The target was not changed.") }}
     {% endif %}

@@ -327,6 +327,18 @@ CATALOGUE: list[Bad] = [
         "`on_key_outside_predicates='insert'` (dbt's behaviour: a second row for that key).",
     ),
     Bad(
+        "delete_outside_predicates",
+        "a row `delete_condition` marks, whose key the table holds only outside "
+        "`incremental_predicates` (the delete cannot reach that row)",
+        {"unique_key": "id", "incremental_predicates": ["DBT_INTERNAL_DEST.id >= 3"],
+         "delete_condition": "DBT_INTERNAL_SOURCE.id = 2"},
+        "1 row(s) of the SELECT have a key that the target holds only outside "
+        "incremental_predicates, e.g. (id) = (2): inserting them would give the table that key "
+        "twice (and a row for which delete_condition is true could not delete it)",
+        "Widen the predicates so that they cover the rows to delete.",
+        source_rows=[dict(SOURCE_ROWS[0])],
+    ),
+    Bad(
         "key_outside_predicates_unknown",
         "`on_key_outside_predicates` not one of fail, insert",
         {"unique_key": "id", "on_key_outside_predicates": "skip"},
