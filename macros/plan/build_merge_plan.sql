@@ -209,9 +209,14 @@
     {% set last = words[-1] | lower if words else '' %}
     {% if last in ['asc', 'desc'] and words | length > 1 %}
       {% set descending = last == 'desc' %}
-      {#- only the space before asc/desc goes: a column's name may begin with a space -#}
+      {#- a column's name may begin or end with a space ('trail ' desc is written 'trail  desc'):
+          first drop only the one space before asc/desc, then any -#}
       {% set base = term.rstrip() %}
-      {% set column = dbt_merge._find_column(base[:base | length - last | length].rstrip(), source_names) %}
+      {% set head = base[:base | length - last | length] %}
+      {% set column = dbt_merge._find_column(head[:-1], source_names) if head[-1:].isspace() else none %}
+      {% if column is none %}
+        {% set column = dbt_merge._find_column(head.rstrip(), source_names) %}
+      {% endif %}
     {% endif %}
   {% endif %}
   {% if column is none %}
