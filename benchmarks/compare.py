@@ -6,6 +6,7 @@ a paired comparison does not.
     python -m benchmarks.compare --base 7ddc2cb                       # DuckDB, every strategy
     python -m benchmarks.compare --base 7ddc2cb --engine spark --strategies upsert,insert
     python -m benchmarks.compare --base /tmp/old_checkout --quick     # a folder works too
+    python -m benchmarks.compare --base 7ddc2cb --data snapshot,100k --strategies upsert,insert
 
 `--base` is a git revision of this repository (exported with `git archive`) or a folder holding
 the package; the head is this checkout. Times are dbt's timing of the model's execute phase, as
@@ -22,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from . import data
@@ -31,6 +33,14 @@ from .project import REPO, STRATEGIES, DbtProject, write_project
 SIZES = {
     "duckdb": [data.Increment(10_000_000, 10_000), data.Increment(10_000_000, 1_000_000)],
     "spark": [data.Increment(2_000_000, 200_000)],
+}
+#: `--data`: other sources by name (DuckDB sizes; Spark's target is 2M rows).
+DATA = {
+    "10k": lambda t: data.Increment(t, t // 1000),
+    "100k": lambda t: data.Increment(t, t // 100),
+    "1m": lambda t: data.Increment(t, t // 10),
+    "unchanged": lambda t: data.Increment(t, t // 10, unchanged=0.1),
+    "snapshot": lambda t: data.Increment(t, t, shape="snapshot"),
 }
 
 
@@ -59,13 +69,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--reps", type=int, help="timed runs per version (7 DuckDB, 4 Spark)")
     parser.add_argument("--quick", action="store_true", help="1/10 of the sizes, 2 runs")
+    parser.add_argument(
+        "--data",
+        help="comma-separated sources instead of the default ones: " + ", ".join(DATA),
+    )
     args = parser.parse_args(argv)
     engine_name = args.engine
     strategies = args.strategies.split(",")
     reps = args.reps or (2 if args.quick else 7 if engine_name == "duckdb" else 4)
     sizes = SIZES[engine_name]
+    if args.data:
+        target = 10_000_000 if engine_name == "duckdb" else 2_000_000
+        sizes = [DATA[name](target) for name in args.data.split(",")]
     if args.quick:
-        sizes = [data.Increment(i.target_rows // 10, i.rows // 10) for i in sizes]
+        sizes = [replace(i, target_rows=i.target_rows // 10, rows=i.rows // 10) for i in sizes]
 
     workdir = Path(tempfile.mkdtemp(prefix=f"merge_compare_{engine_name}_"))
     try:

@@ -232,7 +232,13 @@ def markdown(scale: int, reps: int, n: int, over, sizes) -> str:
     return "\n".join(out + details) + "\n"
 
 
-def main(scale: int = 1, out: Path | None = None, reps: int = 3, n: int = 200) -> int:
+def main(
+    scale: int = 1,
+    out: Path | None = None,
+    reps: int = 3,
+    n: int = 200,
+    only: list[str] | None = None,
+) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="merge_profile_"))
     try:
         project_dir = workdir / "project_duckdb"
@@ -248,8 +254,12 @@ def main(scale: int = 1, out: Path | None = None, reps: int = 3, n: int = 200) -
         engine = open_engine("duckdb", db_path, project_dir)
         over = overhead(dbt, engine, n)
         sizes = []
-        for rows in (10_000, 100_000, 1_000_000):
-            inc = data.Increment(10_000_000 // scale, rows // scale)
+        target = 10_000_000 // scale
+        increments = [data.Increment(target, n // scale) for n in (10_000, 100_000, 1_000_000)]
+        increments.append(data.Increment(target, target, shape="snapshot"))
+        for inc in increments:
+            if only and not any(word in inc.label for word in only):
+                continue
             print(f"profiling {inc.label}", file=sys.stderr, flush=True)
             pristine = prepare(engine, inc)
             profiled = {m: model_statements(dbt, engine, pristine, m, reps) for m in MODELS}
@@ -272,5 +282,9 @@ if __name__ == "__main__":
     parser.add_argument("--scale", type=int, help="divide every size by this")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", type=Path, help="also write profile.md here")
+    parser.add_argument(
+        "--only", help="comma-separated words of the data labels to profile (e.g. snapshot,10k)"
+    )
     args = parser.parse_args()
-    sys.exit(main(args.scale or (10 if args.quick else 1), args.out, args.reps))
+    only = args.only.split(",") if args.only else None
+    sys.exit(main(args.scale or (10 if args.quick else 1), args.out, args.reps, only=only))

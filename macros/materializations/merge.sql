@@ -26,8 +26,11 @@
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
 
-  {#-- stage the SELECT once; its columns must match an enforced contract on every run --#}
-  {% do dbt_merge.create_work_relation(relations.stage, sql) %}
+  {#-- stage the SELECT once; its columns must match an enforced contract on every run. A first
+       build or full refresh on an engine that rolls the build back on failure loads the table
+       straight from the SELECT (a view, read once) and checks the rows it loaded --#}
+  {%- set check_after_build = rebuild and dbt_merge.check_after_rebuild(cfg) -%}
+  {% do dbt_merge.create_work_relation(relations.stage, sql, materialize=not check_after_build) %}
   {% set source_columns = adapter.get_columns_in_relation(relations.stage) %}
   {% if (config.get('contract') or {}).enforced %}
     {% do get_assert_columns_equivalent('select * from ' ~ relations.stage) %}
@@ -50,7 +53,7 @@
   {% if plan.deduped %}
     {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan)) %}
   {% endif %}
-  {% if dbt_merge.check_source_rows(plan) > 0 %}
+  {% if not check_after_build and dbt_merge.check_source_rows(plan) > 0 %}
     {#-- some keys' first rows are identical repeats: keep one of each --#}
     {% do dbt_merge.drop_work_relation(plan.deduped) %}
     {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan, one_per_key=true)) %}
@@ -58,7 +61,7 @@
 
   {#-- [relation, materialized] pairs to drop at the end --#}
   {% set work_relations = [[plan.deduped, true], [plan.stage if plan.stage != plan.raw_stage else none, false],
-                            [plan.raw_stage, true]] %}
+                            [plan.raw_stage, not check_after_build]] %}
   {% set skipped = dbt_merge.shrinking_run_mode() if not rebuild else none %}
   {% if cfg.dry_run and rebuild %}
     {#-- dry run of a first build or full refresh: the rows it would load --#}
@@ -66,6 +69,12 @@
     {% set stats = {'inserted': total, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': total, 'dry_run': true} %}
   {% elif rebuild %}
     {% do dbt_merge.rebuild_target(plan, existing) %}
+    {% if check_after_build %}
+      {% set loaded = {} %}
+      {% do loaded.update(plan) %}
+      {% do loaded.update({'stage': plan.target, 'raw_stage': plan.target}) %}
+      {% do dbt_merge.check_source_rows(loaded) %}
+    {% endif %}
     {% set total = dbt_merge.count_rows(target) %}
     {% set stats = {'inserted': total, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': total} %}
   {% elif skipped %}

@@ -21,12 +21,7 @@
   {% endif %}
   {% set action = dbt_merge.quote_identifier(plan.names.action) %}
   {% set row = dbt_merge.run_sql(
-      "select
-         coalesce(sum(case when " ~ action ~ " = 'I' then 1 else 0 end), 0) as inserted,
-         coalesce(sum(case when " ~ action ~ " = 'U' then 1 else 0 end), 0) as updated,
-         coalesce(sum(case when " ~ action ~ " = 'N' then 1 else 0 end), 0) as unchanged,
-         coalesce(sum(case when " ~ action ~ " = 'H' then 1 else 0 end), 0) as held_back,
-         coalesce(sum(case when " ~ action ~ " = 'C' then 1 else 0 end), 0) as condition_deletes,
+      "select " ~ dbt_merge._action_sums(plan, ['I', 'U', 'N', 'H', 'C']) ~ ",
          count(distinct case when " ~ action ~ " in ('U', 'N', 'H', 'C') then " ~ dbt_merge._key_value(plan) ~ " end) as matched_keys,
          (select count(*) from " ~ plan.target ~ ") as target_rows"
       ~ dbt_merge._considered_columns(plan)
@@ -44,11 +39,7 @@
 {% macro count_matched_keys(plan) %}
   {% set action = dbt_merge.quote_identifier(plan.names.action) %}
   {% set row = dbt_merge.run_sql(
-      "select
-         coalesce(sum(case when " ~ action ~ " = 'U' then 1 else 0 end), 0) as updated,
-         coalesce(sum(case when " ~ action ~ " = 'N' then 1 else 0 end), 0) as unchanged,
-         coalesce(sum(case when " ~ action ~ " = 'H' then 1 else 0 end), 0) as held_back,
-         coalesce(sum(case when " ~ action ~ " = 'C' then 1 else 0 end), 0) as condition_deletes,
+      "select " ~ dbt_merge._action_sums(plan, ['U', 'N', 'H', 'C']) ~ ",
          count(distinct " ~ dbt_merge._key_value(plan) ~ ") as matched_keys,
          (select count(*) from " ~ (plan.deduped or plan.stage) ~ " as DBT_INTERNAL_SOURCE"
             ~ (" where not " ~ dbt_merge._delete_flag(plan) if plan.delete_condition else "") ~ ") as source_rows,
@@ -62,6 +53,45 @@
     'condition_deletes': row[3] | int, 'matched_keys': row[4] | int, 'target_rows': row[6] | int,
     'considered': row[7] | int if row | length > 7 else 0,
     'unmatched': none if row | length < 9 else row[8] | int})) }}
+{% endmacro %}
+
+{#- DuckDB: counts from the changes of every source row (classify_matched_keys_sql with
+    every_source_row), in one scan and without count(distinct): a source row without a target
+    row of its key ('I' or 'X') is listed once, a matched one once per target row of its key, and
+    the source's keys are unique (checked before), so the matched keys are the source rows less
+    the unmatched ones. On a 10M-row snapshot the count(distinct) of count_matched_keys took
+    1.3 s of a 6.8 s upsert. -#}
+{% macro count_source_keys(plan) %}
+  {% set row = dbt_merge.run_sql(
+      "select " ~ dbt_merge._action_sums(plan, ['U', 'N', 'H', 'C', 'I', 'X']) ~ ",
+         (select count(*) from " ~ (plan.deduped or plan.stage) ~ ") as source_rows,
+         (select count(*) from " ~ plan.target ~ ") as target_rows"
+      ~ dbt_merge._considered_columns(plan)
+      ~ " from " ~ plan.changes, 'dbt_merge_count').rows[0] %}
+  {% set unmatched_source = (row[4] | int) + (row[5] | int) %}
+  {{ return(dbt_merge._counts(plan, {
+    'inserted': row[4] | int, 'updated': row[0] | int, 'unchanged': row[1] | int, 'held_back': row[2] | int,
+    'condition_deletes': row[3] | int, 'matched_keys': (row[6] | int) - unmatched_source,
+    'target_rows': row[7] | int, 'considered': row[8] | int if row | length > 8 else 0,
+    'unmatched': none if row | length < 10 else row[9] | int})) }}
+{% endmacro %}
+
+{#- DuckDB: see count_source_keys. -#}
+{% macro duckdb__count_changes(plan) %}
+  {{ return(dbt_merge.count_source_keys(plan) if plan.writes_source_rows else dbt_merge.default__count_changes(plan)) }}
+{% endmacro %}
+
+{#- `coalesce(sum(case when <action> = 'U' then 1 else 0 end), 0) as updated, ...`: how many
+    rows of the changes have each of `actions`, in that order. -#}
+{% macro _action_sums(plan, actions) %}
+  {%- set names = {'I': 'inserted', 'U': 'updated', 'N': 'unchanged', 'H': 'held_back', 'C': 'condition_deletes',
+                   'X': 'nothing'} -%}
+  {%- set action = dbt_merge.quote_identifier(plan.names.action) -%}
+  {%- set parts = [] -%}
+  {%- for a in actions -%}
+    {%- do parts.append("coalesce(sum(case when " ~ action ~ " = '" ~ a ~ "' then 1 else 0 end), 0) as " ~ names[a]) -%}
+  {%- endfor -%}
+  {{ return(parts | join(', ')) }}
 {% endmacro %}
 
 {#- The statistics from the raw counts above. `unmatched` (target rows the merge considers that

@@ -49,6 +49,13 @@ class Db:
             return sorted(self.engine.table(f"{schema}.{name}")[1], key=repr)
         return sorted(self.sql(f"select * from {schema}.{name}"), key=repr)
 
+    def tables(self, schema: str) -> list[str]:
+        if self.name == "duckdb":
+            return [r[0] for r in self.sql(
+                f"select table_name from information_schema.tables where table_schema = '{schema}'"
+            )]
+        return [r[1] for r in self.sql(f"show tables in {schema}") if not r[2]]
+
     def columns(self, schema: str, name: str) -> list[str]:
         return self.engine.rows(schema, name)[0]
 

@@ -58,6 +58,30 @@ def test_empty_and_sample_never_write_into_a_table(db, tmp_path):
     assert db.rows(s, "e_full") == [(2, "B"), (4, "d")]
 
 
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_a_refused_first_build_or_full_refresh_leaves_no_table_or_the_old_one(db, tmp_path):
+    """A first build and a `--full-refresh` check the SELECT's keys like an increment does (on
+    DuckDB after loading the table, inside the model's transaction): a repeated or NULL key
+    fails the run, creates no table and keeps the old table as it was."""
+    s = f"trust_rebuild_{db.name}"
+    db.table(s, "old", rows_sql(IDS, [("1", "'a'"), ("2", "'b'")]))
+    db.sql(f"drop table if exists {s}.fresh")
+    cfg = {"schema": s, "unique_key": "id", "strategy": "upsert"}
+    for rows, excerpt in (
+        ([("1", "'x'"), ("1", "'y'"), ("3", "'z'")], "occur more than once"),
+        ([("1", "'x'"), ("null", "'y'")], "is NULL in 1 row(s)"),
+    ):
+        select = rows_sql(IDS, rows)
+        root = project(db, tmp_path, f"rebuild_{len(rows)}", {"old": (cfg, select),
+                                                              "fresh": (cfg, select)})
+        before = db.rows(s, "old")
+        run = dbt(db, root, "run", "--full-refresh")
+        for model in ("old", "fresh"):
+            assert excerpt in message(run, model), message(run, model)
+        assert db.rows(s, "old") == before
+        assert "fresh" not in db.tables(s), "a refused first build left a table"
+
+
 # ------------------------------------------------------------------ contracts
 
 
