@@ -78,7 +78,8 @@
 
 {#- DuckDB: see count_source_keys. -#}
 {% macro duckdb__count_changes(plan) %}
-  {{ return(dbt_merge.count_source_keys(plan) if plan.writes_source_rows else dbt_merge.default__count_changes(plan)) }}
+  {{ return(dbt_merge.count_source_keys(plan) if plan.writes_source_rows and plan.every_source_row
+            else dbt_merge.default__count_changes(plan)) }}
 {% endmacro %}
 
 {#- `coalesce(sum(case when <action> = 'U' then 1 else 0 end), 0) as updated, ...`: how many

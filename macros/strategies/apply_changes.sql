@@ -173,8 +173,8 @@
   {{ return(columns) }}
 {% endmacro %}
 
-{#- INSERT of the source rows to write ('I' and 'U') into the target (DuckDB, whose changes list
-    every source row). All of them when no matched row is left as it is; otherwise a semi-join
+{#- INSERT of the source rows to write ('I' and 'U') into the target (DuckDB). All of them when no
+    matched row is left as it is; otherwise, when the changes list every source row, a semi-join
     on the rows to write or an anti-join on the rows left, whichever side is smaller: on a
     10M-row snapshot with 1% changed, the anti-join on the 9.9M unchanged keys took 0.94 s. -#}
 {% macro _insert_source_rows_sql(plan, counts) %}
@@ -183,7 +183,7 @@
     {%- set only = 'updated' -%}
   {%- elif kept == 0 -%}
     {%- set only = none -%}
-  {%- elif counts.inserted + counts.updated <= kept -%}
+  {%- elif plan.every_source_row and counts.inserted + counts.updated <= kept -%}
     {%- set only = 'written' -%}
   {%- else -%}
     {%- set only = 'changed' -%}
