@@ -69,13 +69,17 @@
 
 {#- Spark: one MERGE INTO, which Iceberg and Delta commit atomically as one snapshot. Rows left
     unchanged are not in its source (except for full_merge, where they must match to be kept), so
-    files holding only unchanged rows are not rewritten. Tables without MERGE INTO (parquet, orc,
-    Hive), judged by the table that exists, not the config: see overwrite_partitions. -#}
+    files holding only unchanged rows are not rewritten. A full_merge that rewrites most of the
+    table replaces it instead, also in one commit (choose_full_merge_write, replace_target).
+    Tables without MERGE INTO (parquet, orc, Hive), judged by the table that exists, not the
+    config: see overwrite_partitions. -#}
 {% macro spark__apply_changes(plan, counts) %}
   {% if counts.inserted + counts.updated + counts.deleted > 0 %}
     {% set storage = dbt_merge.table_storage(plan.target) %}
     {% if storage.write == 'overwrite' %}
       {% do dbt_merge.overwrite_partitions(plan, counts, storage) %}
+    {% elif dbt_merge.choose_full_merge_write(plan, counts, storage) == 'overwrite' %}
+      {% do dbt_merge.replace_target(plan, counts, storage) %}
     {% else %}
       {% do dbt_merge.run_statement(dbt_merge.merge_source_rows_sql(plan, counts) if plan.writes_source_rows
                               else dbt_merge.merge_into_sql(plan), 'dbt_merge_merge') %}

@@ -43,8 +43,8 @@
   {#- INSERT, not CREATE TABLE AS: the rows written get the target's column types with INSERT's
       checks (as MERGE INTO would), e.g. a string that is not a number fails here, before the
       target is touched. -#}
-  {% do dbt_merge.run_statement('insert into ' ~ work ~ ' ' ~ dbt_merge._merged_rows_sql(plan, counts, storage),
-      'dbt_merge_work_rows') %}
+  {% do dbt_merge.run_statement('insert into ' ~ work ~ ' '
+      ~ dbt_merge._merged_rows_sql(plan, counts, storage.columns, storage.partition_by), 'dbt_merge_work_rows') %}
 
   {% set emptied = dbt_merge._emptied_partitions(plan, counts, storage, work) %}
   {% if emptied %}
@@ -81,28 +81,62 @@
   {% endif %}
 {% endmacro %}
 
-{#- SELECT of the new content of the affected partitions (of the whole table when it has none),
-    in the table's column order. -#}
-{% macro _merged_rows_sql(plan, counts, storage) %}
+{#- SELECT of the new content of the affected partitions (of the whole table when `partition_by` is
+    empty): the target rows that stay, as they are or soft-deleted, then the rows written, as
+    `columns` (the table's columns in its order). `version` pins the target rows read to that
+    Iceberg snapshot (replace_target); none reads the table as it is. -#}
+{% macro _merged_rows_sql(plan, counts, columns, partition_by, version=none) %}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
-  {%- set written = dbt_merge._written_rows_sql(plan, counts, storage.columns) -%}
+  {%- set target = plan.target ~ (' version as of ' ~ version if version is not none else '') -%}
+  {%- set written = dbt_merge._written_rows_sql(plan, counts, columns) -%}
   {%- set removed = dbt_merge._removed_rows_condition(plan, counts) -%}
-  {%- set kept = 'select ' ~ dbt_merge.column_list(storage.columns, dst) ~ ' from ' ~ plan.target ~ ' as ' ~ dst -%}
-  {%- if storage.partition_by -%}
-    {%- set affected = 'select distinct ' ~ dbt_merge.column_list(storage.partition_by)
+  {%- set kept = 'select ' ~ dbt_merge._kept_columns_sql(plan, counts, columns) ~ ' from ' ~ target ~ ' as ' ~ dst -%}
+  {%- if partition_by -%}
+    {%- set affected = 'select distinct ' ~ dbt_merge.column_list(partition_by)
           ~ ' from (' ~ written ~ ') as dbt_merge_written' -%}
     {%- if removed -%}
-      {%- set affected = affected ~ ' union select distinct ' ~ dbt_merge.column_list(storage.partition_by, dst)
-            ~ ' from ' ~ plan.target ~ ' as ' ~ dst ~ ' where ' ~ removed -%}
+      {%- set affected = affected ~ ' union select distinct ' ~ dbt_merge.column_list(partition_by, dst)
+            ~ ' from ' ~ target ~ ' as ' ~ dst ~ ' where ' ~ removed -%}
     {%- endif -%}
     {%- set kept = kept ~ ' left semi join (' ~ affected ~ ') as dbt_merge_affected on '
-          ~ dbt_merge._same_partition(storage.partition_by, dst, 'dbt_merge_affected') -%}
+          ~ dbt_merge._same_partition(partition_by, dst, 'dbt_merge_affected') -%}
   {%- endif -%}
   {%- if removed -%}
     {%- set kept = kept ~ ' where not (' ~ removed ~ ')' -%}
   {%- endif -%}
-  {{ return(kept ~ ' union all select ' ~ dbt_merge.column_list(storage.columns) ~ ' from (' ~ written
+  {{ return(kept ~ ' union all select ' ~ dbt_merge.column_list(columns) ~ ' from (' ~ written
       ~ ') as dbt_merge_written') }}
+{% endmacro %}
+
+{#- The select list of the target rows that stay (aliased DBT_INTERNAL_DEST), as `columns`: as they
+    are, except that with soft deletes the rows the merge deletes get soft_delete_column true
+    (and its timestamp column now), as the MERGE's soft-delete clause sets them. -#}
+{% macro _kept_columns_sql(plan, counts, columns) %}
+  {%- set dst = 'DBT_INTERNAL_DEST' -%}
+  {%- if not plan.soft_delete or counts.deleted == 0 -%}
+    {{ return(dbt_merge.column_list(columns, dst)) }}
+  {%- endif -%}
+  {#- live rows the merge considers that delete_condition deletes, and for full_merge those no
+      source row matches (no changes row, or 'C') -#}
+  {%- set deleted = dbt_merge._target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge._live(plan) ~ ' and '
+        ~ ('not ' ~ dbt_merge._in_changes(plan, ['U', 'N', 'H'], dst) if plan.actions.target_only == 'delete'
+           else dbt_merge._in_changes(plan, ['C'], dst)) -%}
+  {%- set flag = dbt_merge._find_column(plan.soft_delete.column, plan.target_names) | lower -%}
+  {%- set stamp = (dbt_merge._find_column(plan.soft_delete.timestamp_column, plan.target_names) or '') | lower
+        if plan.soft_delete.timestamp_column else none -%}
+  {%- set select_list = [] -%}
+  {%- for col in columns -%}
+    {%- set q = dbt_merge.quote_identifier(col) -%}
+    {%- if col | lower == flag -%}
+      {%- do select_list.append('case when ' ~ deleted ~ ' then true else ' ~ dst ~ '.' ~ q ~ ' end as ' ~ q) -%}
+    {%- elif col | lower == stamp -%}
+      {%- do select_list.append('case when ' ~ deleted ~ ' then cast(current_timestamp as timestamp) else '
+            ~ dst ~ '.' ~ q ~ ' end as ' ~ q) -%}
+    {%- else -%}
+      {%- do select_list.append(dst ~ '.' ~ q) -%}
+    {%- endif -%}
+  {%- endfor -%}
+  {{ return(select_list | join(', ')) }}
 {% endmacro %}
 
 {#- SELECT of the rows the merge writes (inserted rows and updated row images), as the table's
@@ -112,7 +146,7 @@
   {%- if plan.writes_source_rows -%}
     {%- set have = dbt_merge._written_columns(plan) -%}
     {%- set only = 'updated' if plan.actions.source_only != 'insert'
-                   else ('changed' if counts.unchanged > 0 else none) -%}
+                   else ('changed' if counts.unchanged + (counts.held_back or 0) > 0 else none) -%}
     {%- set from = '(' ~ dbt_merge._source_rows_sql(plan, only) ~ ') as dbt_merge_source_rows' -%}
   {%- else -%}
     {%- set have = plan.target_names -%}
@@ -127,23 +161,24 @@
   {{ return('select ' ~ select_list | join(', ') ~ ' from ' ~ from) }}
 {% endmacro %}
 
-{#- Condition on the target, aliased DBT_INTERNAL_DEST, of the rows the merge replaces (updated)
-    or deletes (full_merge), or none when there are none. Always true or false, never NULL (a
+{#- Condition on the target, aliased DBT_INTERNAL_DEST, of the rows the merge replaces (updated) or
+    deletes, or none when there are none. With soft deletes only the updated rows are replaced
+    (a deleted row stays, soft-deleted: _kept_columns_sql). Always true or false, never NULL (a
     NULL incremental predicate counts as false, as in the MERGE's ON clause), so that
     `not (...)` keeps every other row. -#}
 {% macro _removed_rows_condition(plan, counts) %}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
-  {%- set full = plan.actions.target_only == 'delete' -%}
-  {%- if plan.writes_source_rows and full -%}
-    {#- every row the merge considers, except the unchanged ones -#}
-    {%- set matched = ('not ' ~ dbt_merge._in_changes(plan, 'N', dst)) if counts.unchanged > 0 else none -%}
-  {%- elif plan.writes_source_rows -%}
-    {%- set matched = dbt_merge._in_changes(plan, 'U', dst) -%}
-  {%- else -%}
-    {%- set matched = dbt_merge._in_changes(plan, ['U', 'D'], dst) -%}
-  {%- endif -%}
-  {%- if counts.updated + (counts.deleted if full else 0) == 0 -%}
+  {%- if counts.updated + (0 if plan.soft_delete else counts.deleted) == 0 -%}
     {{ return(none) }}
+  {%- endif -%}
+  {%- if plan.soft_delete -%}
+    {%- set matched = dbt_merge._in_changes(plan, ['U'], dst) -%}
+  {%- elif plan.actions.target_only == 'delete' -%}
+    {#- every row the merge considers, except the matched ones it leaves as they are -#}
+    {%- set matched = ('not ' ~ dbt_merge._in_changes(plan, ['N', 'H'], dst))
+                      if counts.unchanged + (counts.held_back or 0) > 0 else none -%}
+  {%- else -%}
+    {%- set matched = dbt_merge._in_changes(plan, ['U', 'C'], dst) -%}
   {%- endif -%}
   {%- set parts = [] -%}
   {%- for key in plan.key_columns -%}

@@ -49,6 +49,16 @@
         ~ ", parquet and orc tables). Run with --full-refresh to rebuild it as file_format '" ~ file_format
         ~ "'. The target was not changed.") }}
   {% endif %}
+  {% if cfg.strategy == 'full_merge' and cfg.full_merge_write == 'merge' and storage.write != 'merge' %}
+    {{ dbt_merge.raise_merge_error("full_merge_write 'merge' asks for MERGE INTO, but " ~ existing ~ " is a "
+        ~ described ~ " table, which has none: the merge overwrites the partitions it changes. Remove "
+        ~ "full_merge_write or set it to 'auto'. The target was not changed.") }}
+  {% endif %}
+  {% if cfg.strategy == 'full_merge' and cfg.full_merge_write == 'overwrite' and storage.provider == 'hudi' %}
+    {{ dbt_merge.raise_merge_error("full_merge_write 'overwrite' is supported on Iceberg and Delta tables; "
+        ~ existing ~ " is a hudi table, written with MERGE INTO. Remove full_merge_write or set it to 'auto'. "
+        ~ "The target was not changed.") }}
+  {% endif %}
   {% if storage.write == 'overwrite' and cfg.on_schema_change == 'sync_all_columns' %}
     {{ dbt_merge.raise_merge_error("on_schema_change 'sync_all_columns' cannot be applied to " ~ existing ~ ", a "
         ~ described ~ " table: Spark drops and retypes columns only in tables with MERGE INTO ("

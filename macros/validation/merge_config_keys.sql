@@ -9,6 +9,7 @@
     'incremental_predicates', 'predicates', 'on_schema_change', 'max_delete_fraction',
     'on_key_outside_predicates', 'merge_check_columns', 'detect_unchanged',
     'merge_update_condition', 'delete_condition', 'soft_delete_column',
-    'soft_delete_timestamp_column', 'dry_run', 'merge_history_table', 'location', 'partition_by',
+    'soft_delete_timestamp_column', 'dry_run', 'merge_history_table', 'full_merge_write',
+    'location', 'partition_by',
   ]) }}
 {% endmacro %}

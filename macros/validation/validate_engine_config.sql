@@ -8,7 +8,14 @@
       ~ adapter.type() ~ "'.") }}
 {% endmacro %}
 
+{# DuckDB: full_merge deletes and inserts in the model's transaction; it has no whole-table
+   replacement to force. #}
 {% macro duckdb__validate_engine_config(cfg) %}
+  {% if cfg.strategy == 'full_merge' and cfg.full_merge_write == 'overwrite' %}
+    {{ dbt_merge.raise_merge_error("full_merge_write 'overwrite' is supported on Spark (Iceberg and Delta tables) "
+        ~ "only; on duckdb full_merge always deletes and inserts in one transaction. Remove full_merge_write "
+        ~ "or set it to 'auto'.") }}
+  {% endif %}
 {% endmacro %}
 
 {# Spark: which table formats the merge writes, and how: see check_table_format. Then, before

@@ -3,7 +3,7 @@
     strategy, actions (from merge_strategies), unique_key, dedup_order_by (raw terms),
     update_columns, exclude_columns, predicates, on_schema_change, max_delete_fraction,
     key_outside_predicates, check_columns, detect_unchanged, update_condition, delete_condition,
-    soft_delete ({column, timestamp_column} or none), dry_run, history_table.
+    soft_delete ({column, timestamp_column} or none), dry_run, history_table, full_merge_write.
   Column names are checked against the data later (resolve_merge_columns), once it exists.
 -#}
 {% macro validate_merge_config() %}
@@ -116,6 +116,16 @@
         ~ "without delete_condition. Use strategy='full_merge' or set delete_condition.") }}
   {% endif %}
 
+  {#- How full_merge writes a table with MERGE INTO (Spark: Iceberg, Delta): chosen from the counts
+      ('auto'), or always one MERGE INTO, or always an INSERT OVERWRITE of the merged table (see
+      choose_full_merge_write). Other strategies ignore it, so a project may set it for every model. -#}
+  {% set full_merge_write = config.get('full_merge_write') or 'auto' %}
+  {% set write_modes = ['auto', 'merge', 'overwrite'] %}
+  {% if full_merge_write not in write_modes %}
+    {{ dbt_merge.raise_merge_error("full_merge_write '" ~ full_merge_write ~ "' is not one of: "
+        ~ write_modes | join(', ') ~ ".") }}
+  {% endif %}
+
   {#- Dry run: every check and the exact counts, nothing written. -#}
   {% set dry_run = config.get('dry_run', false) or var('dbt_merge_dry_run', false) in [true, 'true', 'True', 1, '1'] %}
 
@@ -137,6 +147,7 @@
     'soft_delete': {'column': soft_column, 'timestamp_column': soft_ts_column or none} if soft_column else none,
     'dry_run': dry_run,
     'history_table': config.get('merge_history_table'),
+    'full_merge_write': full_merge_write,
   } %}
   {% do dbt_merge.validate_engine_config(cfg) %}
   {% do dbt_merge.check_config_keys() %}

@@ -502,4 +502,11 @@ CATALOGUE: list[Bad] = [
         "detect_unchanged sometimes is not true or false",
         "Set `detect_unchanged` to true (default) or false.",
     ),
+    Bad(
+        "full_merge_write_invalid",
+        "`full_merge_write` not one of auto, merge, overwrite",
+        {"strategy": "full_merge", "unique_key": "id", "full_merge_write": "always"},
+        "full_merge_write 'always' is not one of: auto, merge, overwrite",
+        "Use `auto` (default), `merge` or `overwrite`.",
+    ),
 ]

@@ -153,10 +153,16 @@ def spark_schema(columns: list[tuple[str, str]]):
     return T.StructType([T.StructField(c, spark_type(t), True) for c, t in columns])
 
 
-def spark_create(spark, table: str, columns: list[tuple[str, str]], rows: list[dict]) -> None:
-    """Create an Iceberg table with exact column types and rows (replacing it)."""
+def spark_create(
+    spark, table: str, columns: list[tuple[str, str]], rows: list[dict], properties=None
+) -> None:
+    """Create an Iceberg table with exact column types and rows (replacing it), with the table
+    `properties` ({name: value}) if any."""
     df = spark.createDataFrame([[r[c] for c, _ in columns] for r in rows], spark_schema(columns))
-    df.writeTo(table).using("iceberg").createOrReplace()
+    writer = df.writeTo(table).using("iceberg")
+    for name, value in (properties or {}).items():
+        writer = writer.tableProperty(name, value)
+    writer.createOrReplace()
 
 
 def spark_rows(spark, table: str) -> tuple[list[str], list[dict]]:
@@ -218,7 +224,10 @@ class DuckEngine(Engine):
         for s in schemas:
             self.con.execute(f"create schema if not exists {s}")
 
-    def create(self, schema: str, table: str, columns: list[tuple[str, str]], rows: list) -> None:
+    def create(
+        self, schema: str, table: str, columns: list[tuple[str, str]], rows: list, properties=None
+    ) -> None:
+        """`properties`: Spark's table properties; a DuckDB table has none."""
         duckdb_create(self.con, f"{schema}.{duck_quote(table)}", columns, rows)
 
     def source(self, schema: str, table: str, columns: list[tuple[str, str]], rows: list) -> str:
@@ -253,8 +262,10 @@ class SparkEngine(Engine):
         for s in schemas:
             self.spark.sql(f"create database if not exists {s}")
 
-    def create(self, schema: str, table: str, columns: list[tuple[str, str]], rows: list) -> None:
-        spark_create(self.spark, f"{schema}.{table}", columns, rows)
+    def create(
+        self, schema: str, table: str, columns: list[tuple[str, str]], rows: list, properties=None
+    ) -> None:
+        spark_create(self.spark, f"{schema}.{table}", columns, rows, properties)
 
     def source(self, schema: str, table: str, columns: list[tuple[str, str]], rows: list) -> str:
         """A relation holding `rows` for a model to select from: a global temporary view (dbt's
@@ -361,11 +372,16 @@ class ThriftEngine(Engine):
         for s in schemas:
             self.execute(f"create database if not exists {s}")
 
-    def create(self, schema: str, table: str, columns: list[tuple[str, str]], rows: list) -> None:
-        """Create an Iceberg table with exact column types and rows (replacing it)."""
+    def create(
+        self, schema: str, table: str, columns: list[tuple[str, str]], rows: list, properties=None
+    ) -> None:
+        """Create an Iceberg table with exact column types and rows (replacing it), with the
+        table `properties` ({name: value}) if any."""
         relation = f"{schema}.{spark_quote(table)}"
         cols = ", ".join(f"{spark_quote(c)} {engine_type(t, 'spark')}" for c, t in columns)
-        self.execute(f"create or replace table {relation} ({cols}) using iceberg")
+        props = ", ".join(f"'{k}' = '{v}'" for k, v in (properties or {}).items())
+        tblproperties = f" tblproperties ({props})" if props else ""
+        self.execute(f"create or replace table {relation} ({cols}) using iceberg{tblproperties}")
         if rows:
             values = ", ".join(
                 "(" + ", ".join(spark_literal(r[c], t) for c, t in columns) + ")" for r in rows

@@ -13,7 +13,11 @@ many of them. Each project is run three times:
 A SELECT using random() cannot be predicted row by row: for those the statistics must agree
 with a diff of the table before and after, no key may repeat, and no key of the SELECT be lost.
 The Spark cases are a subset of the DuckDB ones (those without DuckDB-only types), and every
-4th of them also runs over thrift (a Thrift server in front of a standalone cluster).
+4th of them also runs over thrift (a Thrift server in front of a standalone cluster). About half
+of the Spark cases' targets are merge-on-read Iceberg tables (merge_on_read: created with the
+table properties, which the model's tblproperties also give the tables dbt builds), the others
+copy-on-write; the reference is the same for both. Their full_merge cases are written a third
+each by MERGE INTO, by INSERT OVERWRITE (full_merge_write) and as full_merge_write='auto' picks.
 
 Volume: the hypothesis settings profile in DBT_MERGE_PROFILE picks it. `ci` (the default,
 `make test`): ~1,000 cases on DuckDB and ~100 on Spark, the same on every run.
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import os
 import re
+import zlib
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from functools import cache
@@ -66,6 +71,24 @@ SCALE = {"ci": 1, "long": 5}[PROFILE]
 SPARK_CASES = 100 * SCALE
 THRIFT_EVERY = 4  # of the Spark cases' units: a model over thrift costs seconds, not tenths
 SCHEMA = "rel_diff"
+#: Iceberg table properties of a merge-on-read target (see merge_on_read)
+MERGE_ON_READ = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
+                 "write.delete.mode": "merge-on-read"}
+
+
+def merge_on_read(case: Case) -> bool:
+    """On Spark: is the case's target a merge-on-read table? About half are, by table name (the
+    two cases sharing a name alike), the same on every run."""
+    return zlib.crc32(case.table.encode()) % 2 == 0
+
+
+def full_merge_write(case: Case) -> str | None:
+    """On Spark, full_merge_write for a full_merge case: a third each 'overwrite', 'merge' and
+    the default (auto, which overwrites only when no matched row is left as it is), by the case's
+    number, so that both writes meet every kind of case (the thrift slice included)."""
+    if case.strategy != "full_merge":
+        return None
+    return ("overwrite", "merge", None)[int(re.sub(r"\D", "", case.id)) % 3]
 
 
 @cache
@@ -176,6 +199,8 @@ def run_group(engine, cases: list[Case], mode: str, threads: int, tmp: Path) -> 
                 continue  # one failure per case: later runs would only repeat it
             problem, state[case.id] = check_model(engine, run, case, step_mode, state[case.id])
             if problem:
+                if engine.dialect == "spark" and merge_on_read(case):
+                    problem += " (a merge-on-read target)"
                 failures.append(Failure(case, step, problem))
     return failures
 
@@ -189,11 +214,17 @@ def write_cases(engine, cases: list[Case]) -> tuple[dict, None, dict]:
         source_schema, identifier = engine.source_location(src, f"s_{case.id}")
         tables.append({"name": f"s_{case.id}", "identifier": identifier})
         schema = SCHEMA + case.schema_suffix
+        mor = engine.dialect == "spark" and merge_on_read(case)
         if case.target is None:
             engine.drop(schema, case.table)
         else:
-            engine.create(schema, case.table, case.target_columns, case.target)
+            engine.create(schema, case.table, case.target_columns, case.target,
+                          MERGE_ON_READ if mor else None)
         cfg = {**case.config(engine.quote), "schema": schema, "alias": case.table}
+        if mor:
+            cfg["tblproperties"] = MERGE_ON_READ
+        if engine.dialect == "spark" and full_merge_write(case):
+            cfg["full_merge_write"] = full_merge_write(case)
         select = case.select(
             "{{ source('src', 's_" + case.id + "') }}", engine.quote, engine.random_sql
         )
@@ -457,6 +488,13 @@ def test_case_mix():
     at_least(250, "threads:1", "threads:4")
     at_least(40, "same_name")
     at_least(4, "same_name", "mode:empty", "contract:ok", "nondet:value", counts=spark)
+    for strategy in STRATEGY_NAMES:  # merge-on-read and copy-on-write targets, each strategy
+        for mor in (True, False):
+            n = sum(c.strategy == strategy and merge_on_read(c) is mor and c.target is not None
+                    for c in spark_cases())
+            assert n >= 5 * SCALE, (strategy, "merge-on-read" if mor else "copy-on-write", n)
+    writes = Counter(full_merge_write(c) for c in spark_cases() if c.strategy == "full_merge")
+    assert min(writes.values()) >= 8 * SCALE and len(writes) == 3, writes
     assert all(  # twins share a table name, in different schemas
         sum(o.table == c.table for o in cases) == 2 for c in cases if c.same_name
     )

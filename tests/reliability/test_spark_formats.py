@@ -5,7 +5,10 @@ table from the initial SELECT (with its partition_by), the second merges the inc
 merges it again. Each model's rows and statistics must equal the reference merge, only the
 partitions whose rows change may be rewritten (their files are compared before and after), and
 the rerun must write nothing. Iceberg models built the same way (partition_by, a bucket transform)
-are checked alongside.
+are checked alongside: copy-on-write and merge-on-read tables (`write.merge.mode`, `.update.mode`,
+`.delete.mode` = merge-on-read, set by tblproperties), every strategy and delete_condition, and
+full_merge written both ways (full_merge_write: one MERGE INTO, or an INSERT OVERWRITE of the
+merged table), with and without incremental_predicates.
 """
 
 from __future__ import annotations
@@ -84,6 +87,9 @@ class Model:
     source: list = field(default_factory=lambda: SOURCE)
     target: list = field(default_factory=lambda: TARGET)
     opts: Options = field(default_factory=Options)
+    #: the first run also loads a row of id 99 (WITH_DELETED_ROW), which the fixture then
+    #: deletes (on a merge-on-read table: a position delete file the merge must honour)
+    deleted_row: bool = False
 
     def expected(self):
         key = self.config.get("unique_key", KEY)
@@ -138,6 +144,47 @@ MODELS |= {
     "ice_upsert": _model("upsert", **_part({"file_format": "iceberg"})),
     "ice_full_merge": _model("full_merge", file_format="iceberg", partition_by=["bucket(4, id)"]),
 }
+#: Iceberg merge-on-read: every strategy and delete_condition; full_merge both ways
+MOR = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
+       "write.delete.mode": "merge-on-read"}
+ICEBERG_MOR = {"file_format": "iceberg", "tblproperties": MOR}
+#: the target's rows and one of id 99, written by one task so that row 99 shares a data file
+#: with others (a delete of a whole file drops the file instead of writing a delete file)
+WITH_DELETED_ROW = ("select /*+ COALESCE(1) */ * from (select * from {t} union all select"
+                    " cast(99 as bigint), 'zz', cast(0 as double), cast(null as timestamp), 'eu')"
+                    " as rows_and_deleted_row")
+for _strategy in STRATEGIES:
+    _m = _model(_strategy, **(_part(ICEBERG_MOR) if _strategy == "upsert" else ICEBERG_MOR))
+    _m.initial, _m.deleted_row = WITH_DELETED_ROW, True
+    if _strategy == "deduplicate":
+        _m.select, _m.source = MODELS["pq_deduplicate"].select, MODELS["pq_deduplicate"].source
+    MODELS[f"ice_mor_{_strategy}"] = _m
+#: full_merge with every matched row updated (none left as it is): full_merge_write='auto'
+#: overwrites; the same forced to MERGE INTO
+MODELS["ice_mor_full_merge"].config["detect_unchanged"] = False
+MODELS["ice_mor_full_merge"].opts = Options(detect_unchanged=False)
+MODELS["ice_mor_full_merge_merge"] = Model({**MODELS["ice_mor_full_merge"].config,
+                                            "full_merge_write": "merge"},
+                                           initial=WITH_DELETED_ROW, deleted_row=True,
+                                           opts=Options(detect_unchanged=False))
+MODELS["ice_mor_cdc"] = Model({**ICEBERG_MOR, "strategy": "upsert",
+                               "delete_condition": "DBT_INTERNAL_SOURCE.amount = 2.5"},
+                              opts=Options(delete_condition=("amount", 2.5)))
+#: full_merge with incremental_predicates: by MERGE (auto) and by INSERT OVERWRITE (forced); the
+#: second run goes with the session in dynamic partition overwrite mode, in which an overwrite of
+#: the partitioned table would keep the partition it empties (africa)
+for _name, _write in (("ice_predicates", "auto"), ("ice_predicates_overwrite", "overwrite")):
+    MODELS[_name] = Model(
+        _part({"file_format": "iceberg", "strategy": "full_merge", "full_merge_write": _write,
+               "incremental_predicates": ["DBT_INTERNAL_DEST.region <> 'latam'"]}),
+        select="select * from {s} where id <> 6",
+        source=[r for r in SOURCE if r["id"] != 6], opts=NotLatam())
+#: the write each full_merge model on Iceberg must have chosen (logged by choose_full_merge_write)
+FULL_MERGE_WRITES = {
+    "ice_full_merge": "MERGE INTO",  # rows 1 and 5 are unchanged
+    "ice_mor_full_merge": "INSERT OVERWRITE", "ice_mor_full_merge_merge": "MERGE INTO",
+    "ice_predicates": "MERGE INTO", "ice_predicates_overwrite": "INSERT OVERWRITE",
+}
 #: tables that exist before the first run in another format than the model's file_format
 #: (created outside dbt): the merge writes the table that exists
 PRE_EXISTING = {"was_parquet": ("parquet", "iceberg"), "was_iceberg": ("iceberg", "parquet")}
@@ -146,7 +193,8 @@ for _name, (_real, _configured) in PRE_EXISTING.items():
 
 
 #: models run a third time, with the same increment
-RERUN = ["pq_upsert", "pqp_full_merge", "pqp_update_columns", "hvp_upsert", "was_parquet"]
+RERUN = ["pq_upsert", "pqp_full_merge", "pqp_update_columns", "hvp_upsert", "was_parquet",
+         "ice_mor_upsert", "ice_mor_update"]
 
 
 def _partition_dir(value) -> str:
@@ -179,6 +227,16 @@ def _rows(spark, table: str) -> tuple[list[str], list[dict]]:
     return df.columns, [r.asDict() for r in df.collect()]
 
 
+def _delete_files(spark, table: str) -> int:
+    return spark.sql(f"select count(*) from {table}.delete_files").collect()[0][0]
+
+
+def _last_snapshot(spark, table: str) -> dict[str, str]:
+    """The summary of the table's current snapshot."""
+    return spark.sql(f"select summary from {table}.snapshots order by committed_at desc limit 1"
+                     ).collect()[0][0]
+
+
 def _describe(spark, table: str) -> dict[str, str]:
     rows = spark.sql(f"describe table extended {table}").collect()
     return {r.col_name: r.data_type for r in rows}
@@ -207,16 +265,35 @@ def runs(spark, tmp_path_factory):
                            vars={"phase": "initial"})
     first = run_dbt(["run", "--exclude", *PRE_EXISTING], project, "spark", PROFILES_DIR)
     built = {name: _describe(spark, f"{SCHEMA}.{name}") for name in MODELS}
+    for name, m in MODELS.items():
+        if m.deleted_row:
+            spark.sql(f"delete from {SCHEMA}.{name} where id = 99")
+    delete_files = {name: _delete_files(spark, f"{SCHEMA}.{name}") for name in MODELS
+                    if name.startswith("ice_mor_")}
     before = {name: _data_files(spark, f"{SCHEMA}.{name}") for name in MODELS
               if not name.startswith("ice_")}
-    second = run_dbt(["run"], project, "spark", PROFILES_DIR, vars={"phase": "increment"})
+    mode = "spark.sql.sources.partitionOverwriteMode"
+    spark.conf.set(mode, "dynamic")  # see ice_predicates_overwrite
+    try:
+        second = run_dbt(["run"], project, "spark", PROFILES_DIR, vars={"phase": "increment"})
+    finally:
+        spark.conf.unset(mode)
     after = {name: _data_files(spark, f"{SCHEMA}.{name}") for name in before}
     rows = {name: _rows(spark, f"{SCHEMA}.{name}") for name in MODELS}
+    written = {name: _last_snapshot(spark, f"{SCHEMA}.{name}") for name in MODELS
+               if name.startswith("ice_mor_")}
     third = run_dbt(["run", "--select", *RERUN], project, "spark", PROFILES_DIR,
                     vars={"phase": "increment"})
-    again = {name: _data_files(spark, f"{SCHEMA}.{name}") for name in RERUN}
+    again = {name: _data_files(spark, f"{SCHEMA}.{name}") for name in RERUN
+             if not name.startswith("ice_")}
+    rerun_rows = {name: _rows(spark, f"{SCHEMA}.{name}") for name in RERUN}
+    refresh = run_dbt(["run", "--full-refresh", "--select", "ice_mor_cdc"], project, "spark",
+                      PROFILES_DIR, vars={"phase": "increment"})
+    refreshed = _describe(spark, f"{SCHEMA}.ice_mor_cdc")
     return {"first": first, "second": second, "third": third, "built": built, "before": before,
-            "after": after, "again": again, "rows": rows, "project": project}
+            "after": after, "again": again, "rows": rows, "project": project,
+            "delete_files": delete_files, "written": written, "rerun_rows": rerun_rows,
+            "refresh": refresh, "refreshed": refreshed}
 
 
 def test_first_run_builds_the_configured_format_and_partitions(runs):
@@ -225,7 +302,7 @@ def test_first_run_builds_the_configured_format_and_partitions(runs):
         if name in PRE_EXISTING:
             continue
         cfg = m.config
-        assert first.stats(name)["inserted"] == len(m.target), name
+        assert first.stats(name)["inserted"] == len(m.target) + m.deleted_row, name
         info = built[name]
         fmt = cfg.get("file_format", "parquet")
         if fmt == "hive":
@@ -303,8 +380,45 @@ def test_rerun_writes_nothing(runs):
     for name in RERUN:
         stats = third.stats(name)
         assert (stats["inserted"], stats["updated"], stats["deleted"]) == (0, 0, 0), name
+        assert canonical(runs["rerun_rows"][name][1], NAMES) == canonical(
+            runs["rows"][name][1], NAMES), name
     for name, files in runs["again"].items():
         assert files == runs["after"][name], f"{name}: files changed by a run with no change"
+
+
+def test_merge_on_read_tables_are_written_merge_on_read(runs):
+    """The merge-on-read models are what they claim: built with their tblproperties (by the
+    first run and a full refresh), holding a position delete file before the merge, and every
+    MERGE that updated or deleted rows wrote delete files instead of rewriting data files."""
+    for name, m in MODELS.items():
+        if not name.startswith("ice_mor_"):
+            continue
+        info = runs["built"][name]
+        assert all(f"{k}={v}" in info["Table Properties"] for k, v in MOR.items()), info
+        assert runs["delete_files"][name] >= m.deleted_row, name
+        expected, stats = m.expected()
+        if FULL_MERGE_WRITES.get(name) != "INSERT OVERWRITE" and stats.updated + stats.deleted:
+            summary = runs["written"][name]
+            assert int(summary.get("added-position-deletes", 0)) > 0, (name, summary)
+            assert "deleted-data-files" not in summary, (name, summary)
+    refreshed = runs["refreshed"]["Table Properties"]
+    assert runs["refresh"].stats("ice_mor_cdc")["inserted"] == len(SOURCE) - 1
+    assert all(f"{k}={v}" in refreshed for k, v in MOR.items()), refreshed
+
+
+def test_full_merge_write_choice(runs):
+    """full_merge on Iceberg writes as full_merge_write says: forced, or by the counts
+    (INSERT OVERWRITE when every matched row is updated, MERGE INTO when some are unchanged),
+    and by MERGE INTO with incremental_predicates. Both writes leave the same table."""
+    log = (runs["project"] / "logs" / "dbt.log").read_text()
+    for name, write in FULL_MERGE_WRITES.items():
+        lines = [line for line in log.splitlines()
+                 if f"dbt_merge {SCHEMA}.{name}: full_merge_write=" in line]
+        assert len(lines) == 1 and lines[0].endswith(f": {write}"), (name, lines)
+    for a, b in (("ice_mor_full_merge", "ice_mor_full_merge_merge"),
+                 ("ice_predicates", "ice_predicates_overwrite")):
+        assert runs["second"].stats(a) == runs["second"].stats(b), (a, b)
+        assert canonical(runs["rows"][a][1], NAMES) == canonical(runs["rows"][b][1], NAMES)
 
 
 def test_existing_format_wins_over_file_format(runs, spark):
