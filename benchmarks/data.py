@@ -14,6 +14,7 @@ whose values changed. Source shapes (`Increment.shape`):
 - `cdc`: an increment with an `op` column: matched rows are 30% 'D' (delete the target row) and
   70% 'U' (changed), new keys 'I', plus 2% 'D' rows for keys the target lacks (no-ops).
 - `full`: the target's rows themselves (a first load or a full refresh of `rows` rows).
+- `changed`: every target row again, every one changed (full_merge replacing the whole table).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 COLUMNS = ("id", "customer", "amount", "category", "updated_at")
 KEY = "id"
-SHAPES = ("increment", "snapshot", "late", "cdc", "full")
+SHAPES = ("increment", "snapshot", "late", "cdc", "full", "changed")
 #: The `late` and `cdc` shapes: fraction of matched rows that are late / deleted.
 LATE = 0.3
 CDC_DELETES = 0.3
@@ -75,6 +76,8 @@ class Increment:
             return f"{_short(self.target_rows)} snapshot (1% changed, 0.1% new, 0.1% gone)"
         if self.shape == "full":
             return f"{_short(self.rows)} rows"
+        if self.shape == "changed":
+            return f"{_short(self.target_rows)} target, every row changed"
         text = f"{_short(self.target_rows)} target, {_short(self.rows)} increment"
         if self.unchanged:
             text += f", {round(self.unchanged * 100)}% unchanged"
@@ -129,6 +132,7 @@ def increment_select(engine: str, inc: Increment) -> str:
         "late": _late,
         "cdc": _cdc,
         "full": lambda e, i: target_select(e, i.rows),
+        "changed": _every_row_changed,
     }[inc.shape](engine, inc)
 
 
@@ -160,6 +164,11 @@ def _snapshot(engine: str, inc: Increment) -> str:
         f"\nunion all\nselect {_changed(engine, 'i')} from {rng.format(n=n)} as r where i % 100 = 0"
         f"\nunion all\nselect {_row(engine, f'({n} + i)')} from {rng.format(n=n // 1000)} as r"
     )
+
+
+def _every_row_changed(engine: str, inc: Increment) -> str:
+    rng = DIALECTS[engine]["range"]
+    return f"select {_changed(engine, 'i')} from {rng.format(n=inc.target_rows)} as r"
 
 
 def _late(engine: str, inc: Increment) -> str:

@@ -64,8 +64,9 @@ class DuckDB:
             )[0]
         )
 
-    def restore(self, name: str, pristine: str) -> None:
-        """Database `name` becomes a fresh copy of the pristine target file."""
+    def restore(self, name: str, pristine: str, properties: dict | None = None) -> None:
+        """Database `name` becomes a fresh copy of the pristine target file (a DuckDB table has
+        no `properties`)."""
         self.execute(f"detach database if exists {name}")
         shutil.copyfile(self._file(pristine), self._file(name))
         self.execute(f"attach '{self._file(name)}' as {name}")
@@ -128,10 +129,14 @@ class Spark:
     def query(self, sql: str) -> tuple:
         return tuple(self.spark.sql(sql).collect()[0])
 
-    def create_table(self, name: str, select: str) -> None:
+    def create_table(self, name: str, select: str, properties: dict | None = None) -> None:
         # `drop table` leaves an Iceberg table in place here (SparkSessionCatalog + V1 commands);
         # an atomic replace works.
-        self.execute(f"create or replace table bench.{name} using iceberg as {select}")
+        props = ", ".join(f"'{k}' = '{v}'" for k, v in (properties or {}).items())
+        tblproperties = f" tblproperties ({props})" if props else ""
+        self.execute(
+            f"create or replace table bench.{name} using iceberg{tblproperties} as {select}"
+        )
 
     create_target = create_table
 
@@ -146,11 +151,12 @@ class Spark:
             self.spark._jsparkSession, f"bench.{name}"
         )
 
-    def restore(self, name: str, pristine: str) -> None:
-        """First time: copy the pristine table; afterwards: set that copy's first snapshot."""
+    def restore(self, name: str, pristine: str, properties: dict | None = None) -> None:
+        """First time: copy the pristine table (with the table `properties`); afterwards: set
+        that copy's first snapshot."""
         snapshot = self._pristine_snapshot.get((name, pristine))
         if snapshot is None:
-            self.create_table(name, f"select * from bench.{pristine}")
+            self.create_table(name, f"select * from bench.{pristine}", properties)
             table = self._iceberg_table(name)
             self._pristine_snapshot[(name, pristine)] = table.currentSnapshot().snapshotId()
         else:

@@ -13,8 +13,9 @@ Spark), read as /proc VmHWM after resetting it.
     python -m benchmarks.merge_bench --engine spark --scale 100 --workloads conditional,cdc
     python -m benchmarks.merge_bench --profile --quick       # see benchmarks/profile.py
 
-Workloads (WORKLOADS below; BENCHMARKS.md describes each): increments, unchanged, duplicates,
-small, snapshot, conditional, cdc, first_load, full_refresh, scaling.
+Workloads (WORKLOADS below; BENCHMARKS.md describes each): increments, increments_mor, rewrite,
+rewrite_mor, unchanged, duplicates, small, snapshot, conditional, cdc, first_load, full_refresh,
+scaling.
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from . import baselines, data, memory, report
 from .project import (
     BUILTINS,
+    MOR_PROPERTIES,
     REPO,
     STRATEGIES,
     UPDATING,
@@ -49,6 +51,11 @@ SQL_TARGET = "sql_target"
 WORKLOADS = {
     "increments": "every strategy at the main increment (half updates, half new), with "
     "merge_check_columns and detect_unchanged=false where they apply",
+    "increments_mor": "Spark: upsert and full_merge at the main increment into merge-on-read "
+    "Iceberg tables, against the same SQL and dbt-spark's merge on such tables",
+    "rewrite": "Spark: full_merge when every row changes (the whole table again, each row "
+    "changed): ours by its own choice and forced to MERGE INTO, against INSERT OVERWRITE",
+    "rewrite_mor": "Spark: the rewrite workload on merge-on-read Iceberg tables",
     "unchanged": "upsert, 10% of the increment identical to the target",
     "duplicates": "deduplicate, +5% rows repeating keys",
     "small": "DuckDB: 10k and 100k increments into 10M, every strategy",
@@ -77,6 +84,7 @@ class Step:
     jobs: list[Job]
     empty_start: bool = False  # start from no table (a first load), not the pristine target
     dbt_args: tuple[str, ...] = ()
+    mor: bool = False  # Spark: every target of the step is a merge-on-read Iceberg table
 
 
 @dataclass
@@ -142,8 +150,41 @@ def plan(engine: str, scale: int) -> list[Step]:
     all5 = list(STRATEGIES)
     if engine == "spark":
         big, inc = 2_000_000 // f, 200_000 // f
+        everything = data.Increment(big, big, shape="changed")
+        mor_full_merge = [
+            Job("full_merge", "ours", "ours_full_merge_mor"),
+            *sql_jobs(engine, "full_merge", ["INSERT OVERWRITE"]),
+        ]
         return [
             Step("increments", data.Increment(big, inc), jobs_for(engine, all5, options=True)),
+            Step(
+                "increments_mor",
+                data.Increment(big, inc),
+                [
+                    Job("upsert", "ours", "ours_upsert_mor"),
+                    *sql_jobs(engine, "upsert"),
+                    *mor_full_merge,
+                    Job("upsert", "dbt", "dbt_merge_mor"),
+                ],
+                mor=True,
+            ),
+            Step(
+                "rewrite",
+                everything,
+                [
+                    Job("full_merge", "ours", "ours_full_merge"),
+                    Job("full_merge", "ours", "ours_full_merge_merge"),
+                    *sql_jobs(engine, "full_merge", ["INSERT OVERWRITE", "MERGE INTO"]),
+                    # every key is in the source: dbt's upsert leaves the same table
+                    Job("full_merge", "dbt", "dbt_merge"),
+                ],
+            ),
+            Step(
+                "rewrite_mor",
+                everything,
+                [*mor_full_merge, Job("full_merge", "dbt", "dbt_merge_mor")],
+                mor=True,
+            ),
             Step(
                 "duplicates",
                 data.Increment(big, inc, duplicates=0.05),
@@ -240,7 +281,7 @@ def select_steps(steps: list[Step], workloads: list[str] | None) -> list[Step]:
             continue
         jobs = [j for j in step.jobs if not ONLY or j.strategy in ONLY]
         if any(j.kind == "ours" for j in jobs):
-            out.append(Step(step.workload, step.inc, jobs, step.empty_start, step.dbt_args))
+            out.append(replace(step, jobs=jobs))
     return out
 
 
@@ -317,11 +358,11 @@ def run_one(
 ) -> None:
     """Restore the starting table, run the job, record its time, memory and (first time) the
     fingerprint of the table it leaves. A failing job becomes an error row, never a crash."""
-    table = SQL_TARGET if job.kind == "sql" else job.method
+    table = SQL_TARGET + ("_mor" if step.mor else "") if job.kind == "sql" else job.method
     if step.empty_start:
         engine.restore_empty(table)
     else:
-        engine.restore(table, pristine)
+        engine.restore(table, pristine, MOR_PROPERTIES if step.mor else None)
     pid = engine.memory_pid()
     memory.reset_peak([pid])
     res.start_mb.append(round(memory.rss_mb(pid), 1))

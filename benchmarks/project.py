@@ -24,6 +24,13 @@ NOT_EXPRESSIBLE = {
     ("spark", "conditional"): "dbt-spark's merge has no update condition",
     ("spark", "cdc"): "dbt-spark's merge has no delete clause",
 }
+#: Iceberg table properties of the merge-on-read targets (Spark): updates and deletes write
+#: delete files instead of rewriting data files.
+MOR_PROPERTIES = {
+    "write.merge.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.delete.mode": "merge-on-read",
+}
 NON_KEY = [c for c in COLUMNS if c != KEY]
 NEWER = "DBT_INTERNAL_SOURCE.updated_at > DBT_INTERNAL_DEST.updated_at"
 DELETE_OP = "DBT_INTERNAL_SOURCE.op = 'D'"
@@ -137,6 +144,11 @@ def models(engine: str) -> dict[str, dict]:
             "incremental_strategy": builtin,
             "unique_key": "id",
         }
+    if engine == "spark":
+        # full_merge as one MERGE INTO whatever the counts, and models of merge-on-read tables
+        out["ours_full_merge_merge"] = out["ours_full_merge"] | {"full_merge_write": "merge"}
+        for model in ("ours_upsert", "ours_full_merge", "dbt_merge"):
+            out[f"{model}_mor"] = out[model] | {"tblproperties": MOR_PROPERTIES}
     if engine == "duckdb":
         merge = out["dbt_merge"]
         out["dbt_merge_if_newer"] = merge | {"merge_update_condition": NEWER}
