@@ -113,15 +113,24 @@
     they are (with soft deletes: only the updated ones, which are written again). -#}
 {% macro _replaced_target_rows_condition(plan, counts) %}
   {%- set condition = dbt_merge._target_rows_condition(plan, false) -%}
+  {%- set match = dbt_merge._replaced_rows_match(plan, counts, 'DBT_INTERNAL_DEST') -%}
+  {{ return(condition ~ (' and ' ~ match if match else '')) }}
+{% endmacro %}
+
+{#- With the narrow changes: which considered target rows (aliased `alias`) the merge replaces or
+    removes, as a condition on the changes, or none for every one of them: the updated ones (and
+    with soft deletes only those, the deleted ones stay), those delete_condition deletes, and for
+    full_merge all but the matched ones left as they are. Shared by the DuckDB delete and the
+    Spark overwrite of parquet tables and whole tables (_removed_rows_condition). -#}
+{% macro _replaced_rows_match(plan, counts, alias) %}
   {%- if plan.soft_delete -%}
-    {{ return(condition ~ ' and ' ~ dbt_merge._in_changes(plan, ['U'], 'DBT_INTERNAL_DEST')) }}
+    {{ return(dbt_merge._in_changes(plan, ['U'], alias)) }}
   {%- elif plan.actions.target_only != 'delete' -%}
-    {{ return(condition ~ ' and ' ~ dbt_merge._in_changes(plan, ['U', 'C'], 'DBT_INTERNAL_DEST')) }}
+    {{ return(dbt_merge._in_changes(plan, ['U', 'C'], alias)) }}
+  {%- elif counts.unchanged + (counts.held_back or 0) > 0 -%}
+    {{ return('not ' ~ dbt_merge._in_changes(plan, ['N', 'H'], alias)) }}
   {%- endif -%}
-  {%- if counts.unchanged + (counts.held_back or 0) > 0 -%}
-    {%- set condition = condition ~ ' and not ' ~ dbt_merge._in_changes(plan, ['N', 'H'], 'DBT_INTERNAL_DEST') -%}
-  {%- endif -%}
-  {{ return(condition) }}
+  {{ return(none) }}
 {% endmacro %}
 
 {#- With the narrow changes: SELECT of the staged source rows to write, as the target's columns

@@ -171,15 +171,7 @@
   {%- if counts.updated + (0 if plan.soft_delete else counts.deleted) == 0 -%}
     {{ return(none) }}
   {%- endif -%}
-  {%- if plan.soft_delete -%}
-    {%- set matched = dbt_merge._in_changes(plan, ['U'], dst) -%}
-  {%- elif plan.actions.target_only == 'delete' -%}
-    {#- every row the merge considers, except the matched ones it leaves as they are -#}
-    {%- set matched = ('not ' ~ dbt_merge._in_changes(plan, ['N', 'H'], dst))
-                      if counts.unchanged + (counts.held_back or 0) > 0 else none -%}
-  {%- else -%}
-    {%- set matched = dbt_merge._in_changes(plan, ['U', 'C'], dst) -%}
-  {%- endif -%}
+  {%- set matched = dbt_merge._replaced_rows_match(plan, counts, dst) -%}
   {%- set parts = [] -%}
   {%- for key in plan.key_columns -%}
     {%- do parts.append(dst ~ '.' ~ dbt_merge.quote_identifier(key) ~ ' is not null') -%}
