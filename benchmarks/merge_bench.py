@@ -1,16 +1,22 @@
 """Benchmark the merge materialization against dbt's built-in incremental strategies and
-hand-written SQL, on DuckDB and Spark (local, Iceberg), side by side.
+hand-written SQL, on DuckDB and Spark (Iceberg), side by side. Spark runs in two ways: `spark`,
+dbt-spark's session method in this process (local[2]); `spark_thrift`, dbt-spark's thrift method
+against a Thrift server on a standalone cluster this benchmark starts and stops
+(scripts/spark_cluster.py, state in .state/bench_cluster, ports 7177/10100/18180/18181), whose
+executors are separate JVMs.
 
 Only the merge step is timed: every measurement first restores the target table from a pristine
 copy (untimed), then runs one method. dbt methods are timed by dbt's own timing of the model's
 execute phase (from the model's first statement to its commit, no parsing or start-up);
 hand-written SQL by wall clock around its statements. Peak memory is the peak resident set size
 of the process doing the work during that step (this Python process for DuckDB, the JVM for
-Spark), read as /proc VmHWM after resetting it.
+Spark; for spark_thrift the Thrift server's JVM, the driver, and separately the sum of the
+executor JVMs' peaks), read as /proc VmHWM after resetting it.
 
     python -m benchmarks.merge_bench --engine all            # every workload, full sizes
     python -m benchmarks.merge_bench --engine duckdb --quick # 1/10 sizes, one repetition
     python -m benchmarks.merge_bench --engine spark --scale 100 --workloads conditional,cdc
+    python -m benchmarks.merge_bench --engine spark_thrift --scale 20 --reps 1
     python -m benchmarks.merge_bench --profile --quick       # see benchmarks/profile.py
 
 Workloads (WORKLOADS below; BENCHMARKS.md describes each): increments, increments_mor, rewrite,
@@ -40,13 +46,17 @@ from .project import (
     MOR_PROPERTIES,
     REPO,
     STRATEGIES,
+    THRIFT_PORT_ENV,
     UPDATING,
     DbtProject,
     expectation,
+    family,
     write_project,
 )
 
 SQL_TARGET = "sql_target"
+#: The engines `--engine all` runs, one process each, in this order.
+ENGINES = ("duckdb", "spark", "spark_thrift")
 #: Every workload, in the order they run (`--workloads` picks some).
 WORKLOADS = {
     "increments": "every strategy at the main increment (half updates, half new), with "
@@ -100,6 +110,8 @@ class Result:
     workload: str = ""
     seconds: list[float] = field(default_factory=list)
     peak_mb: list[float] = field(default_factory=list)
+    #: spark_thrift: the executor JVMs (sum of each one's peak); peak_mb is the driver's
+    executor_peak_mb: list[float] = field(default_factory=list)
     start_mb: list[float] = field(default_factory=list)
     fingerprint: list | None = None
     same_result: bool | None = None
@@ -140,7 +152,7 @@ def jobs_for(
     if builtins:
         # dbt's built-ins do an upsert; alone with another strategy, they stand in for it
         effect = "upsert" if "upsert" in strategies else strategies[0]
-        jobs += [Job(effect, "dbt", model) for model in BUILTINS[engine]]
+        jobs += [Job(effect, "dbt", model) for model in BUILTINS[family(engine)]]
     return jobs
 
 
@@ -148,7 +160,7 @@ def plan(engine: str, scale: int) -> list[Step]:
     """The workloads to measure (sizes divided by `scale`)."""
     f = scale
     all5 = list(STRATEGIES)
-    if engine == "spark":
+    if family(engine) == "spark":
         big, inc = 2_000_000 // f, 200_000 // f
         everything = data.Increment(big, big, shape="changed")
         mor_full_merge = [
@@ -288,6 +300,24 @@ def select_steps(steps: list[Step], workloads: list[str] | None) -> list[Step]:
 def measure(
     engine_name: str, scale: int, reps: int, workdir: Path, log, workloads: list[str] | None
 ) -> list[Result]:
+    if engine_name != "spark_thrift":
+        return _measure(engine_name, scale, reps, workdir, log, workloads)
+    from .engines import bench_cluster
+
+    with bench_cluster(log=log) as (cluster, _):
+        os.environ[THRIFT_PORT_ENV] = str(cluster.thrift_port)
+        return _measure(engine_name, scale, reps, workdir, log, workloads, cluster)
+
+
+def _measure(
+    engine_name: str,
+    scale: int,
+    reps: int,
+    workdir: Path,
+    log,
+    workloads: list[str] | None,
+    cluster=None,
+) -> list[Result]:
     from .engines import open_engine, prepare
 
     project_dir = workdir / f"project_{engine_name}"
@@ -298,7 +328,7 @@ def measure(
     write_project(project_dir, engine_name, db_path, PACKAGE)
     dbt = DbtProject(project_dir, engine_name)
     dbt.deps()
-    engine = open_engine(engine_name, db_path, project_dir)
+    engine = open_engine(engine_name, db_path, project_dir, cluster)
 
     results: list[Result] = []
     warmed = False
@@ -336,7 +366,9 @@ def measure(
                 log(
                     f"  {job.strategy:<15} {job.kind:<4} {job.method:<26} "
                     + (
-                        f"{res.seconds[-1]:7.3f}s  peak {res.peak_mb[-1]:7.0f} MB  {res.message}"
+                        f"{res.seconds[-1]:7.3f}s  peak {res.peak_mb[-1]:7.0f} MB"
+                        + (f" + {res.executor_peak_mb[-1]:.0f}" if res.executor_peak_mb else "")
+                        + f"  {res.message}"
                         if not res.error
                         else f"FAILED: {res.error[:200]}"
                     )
@@ -363,8 +395,8 @@ def run_one(
         engine.restore_empty(table)
     else:
         engine.restore(table, pristine, MOR_PROPERTIES if step.mor else None)
-    pid = engine.memory_pid()
-    memory.reset_peak([pid])
+    pid, executors = engine.memory_pid(), engine.executor_pids()
+    memory.reset_peak([pid, *executors])
     res.start_mb.append(round(memory.rss_mb(pid), 1))
     try:
         if job.kind == "sql":
@@ -386,6 +418,8 @@ def run_one(
         res.error = _first_line(str(exc)) or type(exc).__name__
         return
     res.peak_mb.append(round(memory.peak_mb(pid), 1))
+    if executors:
+        res.executor_peak_mb.append(round(sum(memory.peak_mb(p) for p in executors), 1))
     res.seconds.append(round(seconds, 4))
     if first:
         res.fingerprint = [str(v) for v in engine.fingerprint(table)]
@@ -419,9 +453,11 @@ def versions(engine: str) -> dict[str, str]:
     out = {"python": platform.python_version(), "dbt-core": version("dbt-core")}
     if engine in ("duckdb", "all"):
         out |= {"dbt-duckdb": version("dbt-duckdb"), "duckdb": version("duckdb")}
-    if engine in ("spark", "all"):
+    if engine in ("spark", "spark_thrift", "all"):
         jar = Path(os.environ.get("ICEBERG_JAR", "")).name
         out |= {"dbt-spark": version("dbt-spark"), "pyspark": version("pyspark"), "iceberg": jar}
+    if engine in ("spark_thrift", "all"):
+        out |= {"PyHive": version("PyHive")}
     return out
 
 
@@ -440,7 +476,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--engine", choices=["duckdb", "spark", "all"], default="all")
+    parser.add_argument(
+        "--engine",
+        choices=[*ENGINES, "all"],
+        default="all",
+        help="spark: dbt-spark's session method, local[2]; spark_thrift: its thrift method "
+        "against a standalone cluster started for the run; all: each in turn",
+    )
     parser.add_argument(
         "--quick", action="store_true", help="1/10 of the sizes, one repetition (smoke run)"
     )
@@ -505,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             f"unknown workload(s) {', '.join(sorted(unknown))}; one of {', '.join(WORKLOADS)}"
         )
     PACKAGE = args.package_dir.resolve() if args.package_dir else REPO
-    reps = args.reps or (1 if args.quick else 2 if args.engine == "spark" else 3)
+    reps = args.reps or (1 if args.quick else 3 if args.engine == "duckdb" else 2)
     out = args.out or (
         Path(tempfile.mkdtemp(prefix="merge_bench_out_"))
         if args.quick
@@ -521,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[dict] = []
     if args.engine == "all":
         # One process per engine: a fresh DuckDB buffer pool and one JVM, never both at once.
-        for engine in ("duckdb", "spark"):
+        for engine in ENGINES:
             part = out / f"results_{engine}.json"
             cmd = [sys.executable, "-m", "benchmarks.merge_bench", "--engine", engine]
             cmd += ["--out", str(out), "--json-only"] + (
@@ -561,7 +603,7 @@ def main(argv: list[str] | None = None) -> int:
         "scale": scale,
         "reps": reps
         if args.engine != "all"
-        else args.reps or ("1" if args.quick else "3 DuckDB, 2 Spark"),
+        else args.reps or ("1" if args.quick else "3 DuckDB, 2 Spark (local and cluster)"),
         "load_average": {"start": load_at_start, "end": os.getloadavg()},
         "versions": versions(args.engine),
         "machine": machine(),

@@ -73,14 +73,32 @@ SPARK_CONF = {
 }
 
 
+#: The benchmark's engines: name -> the SQL dialect (and dbt adapter) it shares with others.
+#: `spark`: dbt-spark's session method in this process (local[2]); `spark_thrift`: dbt-spark's
+#: thrift method against a Thrift server on a standalone cluster (benchmarks/engines.py).
+DIALECT = {"duckdb": "duckdb", "spark": "spark", "spark_thrift": "spark"}
+#: The port of the benchmark cluster's Thrift server, for the spark_thrift profile.
+THRIFT_PORT_ENV = "DBT_MERGE_BENCH_THRIFT_PORT"
+
+
+def family(engine: str) -> str:
+    """The dialect of `engine` (spark_thrift speaks Spark SQL through dbt-spark, as spark)."""
+    return DIALECT[engine]
+
+
 def schema(engine: str) -> str:
     return "main" if engine == "duckdb" else "bench"
 
 
 def write_project(
-    root: Path, engine: str, duckdb_path: Path | None = None, package: Path = REPO
+    root: Path,
+    engine: str,
+    duckdb_path: Path | None = None,
+    package: Path = REPO,
+    spark_conf: dict[str, str] | None = None,
 ) -> None:
-    """Write the project, its profile and models to `root`."""
+    """Write the project, its profile and models to `root` (`spark_conf` adds to or overrides
+    the session's Spark configuration)."""
     (root / "models").mkdir(parents=True, exist_ok=True)
     (root / "dbt_project.yml").write_text(
         yaml.safe_dump(
@@ -107,7 +125,21 @@ def write_project(
             "host": "NA",
             "schema": "bench",
             "threads": 1,
-            "server_side_parameters": SPARK_CONF,
+            "server_side_parameters": SPARK_CONF | (spark_conf or {}),
+        },
+        # as the README's thrift profile; poll_interval is dbt-spark's wait between polls of a
+        # running statement, in whole seconds (its default of 5 slows every statement down)
+        "spark_thrift": {
+            "type": "spark",
+            "method": "thrift",
+            "host": "localhost",
+            "port": f"{{{{ env_var('{THRIFT_PORT_ENV}') | int }}}}",
+            "user": "dbt",
+            "schema": "bench",
+            "threads": 1,
+            "connect_retries": 0,
+            "connect_timeout": 10,
+            "poll_interval": 1,
         },
     }
     (root / "profiles.yml").write_text(
@@ -138,13 +170,13 @@ def models(engine: str) -> dict[str, dict]:
         suffixes += ["_if_newer", "_cdc"] if strategy == "upsert" else []
         for suffix in suffixes:
             out[f"ours_{strategy}{suffix}"] = base | OPTIONS[suffix]
-    for model, builtin in BUILTINS[engine].items():
+    for model, builtin in BUILTINS[family(engine)].items():
         out[model] = {
             "materialized": "incremental",
             "incremental_strategy": builtin,
             "unique_key": "id",
         }
-    if engine == "spark":
+    if family(engine) == "spark":
         # full_merge as one MERGE INTO whatever the counts, and models of merge-on-read tables
         out["ours_full_merge_merge"] = out["ours_full_merge"] | {"full_merge_write": "merge"}
         for model in ("ours_upsert", "ours_full_merge", "dbt_merge"):

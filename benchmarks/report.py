@@ -15,8 +15,26 @@ def _ratio(a: float | None, b: float | None) -> str:
     return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
 
 
+#: How the report names each engine, so local and cluster rows can be told apart.
+ENGINE_LABELS = {
+    "duckdb": "duckdb",
+    "spark": "spark local[2] (session)",
+    "spark_thrift": "spark cluster (thrift)",
+}
+
+
+def _engine(name: str) -> str:
+    return ENGINE_LABELS.get(name, name)
+
+
 def _mb(r: dict | None) -> str:
-    return "-" if not r or not r["peak_mb"] else f"{max(r['peak_mb']):.0f}"
+    """Peak RSS: the process doing the work; on the cluster the driver + the executors."""
+    if not r or not r["peak_mb"]:
+        return "-"
+    text = f"{max(r['peak_mb']):.0f}"
+    if r.get("executor_peak_mb"):
+        text += f"+{max(r['executor_peak_mb']):.0f}"
+    return text
 
 
 def _med(r: dict | None) -> float | None:
@@ -110,7 +128,8 @@ def markdown(meta: dict, results: list[dict]) -> str:
         else f"**Same-table check: {len(differ)} method(s) left another table than their "
         "reference:** "
         + "; ".join(
-            f"{r['engine']} {r.get('workload', '')} {r['method']} vs {r.get('compared_with')}"
+            f"{_engine(r['engine'])} {r.get('workload', '')} {r['method']} "
+            f"vs {r.get('compared_with')}"
             for r in differ
         )
         + "."
@@ -121,7 +140,8 @@ def markdown(meta: dict, results: list[dict]) -> str:
         "",
         "Per our method: the fastest hand-written SQL of the same effect (no validation, no "
         "statistics) and the fastest dbt built-in that leaves the same table. Peak RSS: the "
-        "process doing the work (see BENCHMARKS.md).",
+        "process doing the work (see BENCHMARKS.md); on the Spark cluster driver+executors: "
+        "the Thrift server's JVM (the driver) + the sum of the executor JVMs' peaks.",
         "",
         "| engine | workload | data | effect | ours | ours s | best hand-written SQL s "
         "| ours / SQL | best dbt built-in s | ours / dbt | peak RSS MB ours / SQL / dbt |",
@@ -141,10 +161,11 @@ def markdown(meta: dict, results: list[dict]) -> str:
             dbt_txt = f"{_s(_med(dbt))} ({dbt['method']}){row['dbt_note']}"
         ours_txt = _s(om) if om else "failed"
         out.append(
-            f"| {row['engine']} | {row['workload']} | {row['label']} | {row['strategy']} "
+            f"| {_engine(row['engine'])} | {row['workload']} | {row['label']} | {row['strategy']} "
             f"| {ours['method']} | {ours_txt} | {best_txt} | {_ratio(om, _med(best))} "
             f"| {dbt_txt} | {_ratio(om, _med(dbt))} | {_mb(ours)} / {_mb(best)} / {_mb(dbt)} |"
         )
+    out += spark_side_by_side(results)
     out += [
         "",
         "### Every measurement",
@@ -162,7 +183,7 @@ def markdown(meta: dict, results: list[dict]) -> str:
         for r in group:
             kind = {"ours": "ours", "dbt": "dbt built-in", "sql": "hand-written SQL"}[r["kind"]]
             spread = f"{min(r['seconds']):.2f}-{max(r['seconds']):.2f}" if r["seconds"] else "-"
-            peak = f"{max(r['peak_mb']):.0f} ({min(r['start_mb']):.0f})" if r["peak_mb"] else "-"
+            peak = f"{_mb(r)} ({min(r['start_mb']):.0f})" if r["peak_mb"] else "-"
             same = {True: "yes", False: "NO", None: ""}[r["same_result"]]
             default = ref.get(r["strategy"])
             if r.get("compared_with") and (not default or default["method"] != r["compared_with"]):
@@ -171,9 +192,9 @@ def markdown(meta: dict, results: list[dict]) -> str:
             ratio = "" if base is r else _ratio(_med(base), _med(r))
             note = (r["error"] or r["message"] or "").replace("|", "/")[:200]
             out.append(
-                f"| {r['engine']} | {r.get('workload', '')} | {r['label']} | {r['strategy']} "
-                f"| {kind}: {r['method']} | {_s(r['median'])} | {spread} | {peak} | {ratio} "
-                f"| {same} | {note} |"
+                f"| {_engine(r['engine'])} | {r.get('workload', '')} | {r['label']} "
+                f"| {r['strategy']} | {kind}: {r['method']} | {_s(r['median'])} | {spread} "
+                f"| {peak} | {ratio} | {same} | {note} |"
             )
     scaling = scaling_series(results)
     if scaling:
@@ -192,6 +213,45 @@ def markdown(meta: dict, results: list[dict]) -> str:
                 f"| {_s(m.get('dbt'))} | {mb} |"
             )
     return "\n".join(out) + "\n"
+
+
+def spark_side_by_side(results: list[dict]) -> list[str]:
+    """Spark local[2] (session) and the cluster (thrift) in one table: per workload, data and
+    our method, seconds and the ratios to dbt-spark's merge and to the best hand-written SQL."""
+    rows: dict[tuple, dict[str, dict]] = {}
+    for row in summary_rows(results):
+        if row["engine"] in ("spark", "spark_thrift"):
+            key = (row["workload"], row["label"], row["strategy"], row["ours"]["method"])
+            rows.setdefault(key, {})[row["engine"]] = row
+    if not any(len(by_engine) == 2 for by_engine in rows.values()):
+        return []
+    out = [
+        "",
+        "### Spark side by side: local[2] (session) and cluster (thrift)",
+        "",
+        "Seconds of the merge step (median) and ratios of ours to dbt-spark's built-in merge "
+        "(an upsert, where the effect differs: see the summary) and to the best hand-written "
+        "SQL, on each engine.",
+        "",
+        "| workload | data | effect | ours | local s | local / dbt | local / SQL "
+        "| cluster s | cluster / dbt | cluster / SQL |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (workload, label, effect, method), by_engine in rows.items():
+        cells = []
+        for engine in ("spark", "spark_thrift"):
+            row = by_engine.get(engine)
+            if row is None:
+                cells += ["-", "-", "-"]
+                continue
+            om = _med(row["ours"])
+            cells += [
+                _s(om) if om else "failed",
+                _ratio(om, _med(row["dbt"])),
+                _ratio(om, _med(row["best"])),
+            ]
+        out.append(f"| {workload} | {label} | {effect} | {method} | " + " | ".join(cells) + " |")
+    return out
 
 
 def scaling_series(results: list[dict]) -> dict[tuple[int, int], dict]:

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Benchmark the merge materialization (see BENCHMARKS.md) and the merge into Parquet datasets
 # (benchmarks/parquet_bench.py). Not part of the tests.
-#   bash scripts/bench.sh                      # everything, full sizes (~35 min on 2 cores)
+#   bash scripts/bench.sh                      # everything, full sizes: DuckDB, Spark local[2]
+#                                              # (session), Spark cluster (thrift), Parquet
 #   bash scripts/bench.sh --engine duckdb --quick
+#   bash scripts/bench.sh --engine spark_thrift --scale 20 --reps 1   # starts and stops its own
+#                                              # cluster (.state/bench_cluster, ports 7177/10100)
 #   bash scripts/bench.sh --engine duckdb --workloads snapshot,cdc --scale 100
 #   bash scripts/bench.sh --profile --quick    # dbt's cost per statement, our upsert's statements
 #   bash scripts/bench.sh --engine parquet --quick

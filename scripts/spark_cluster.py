@@ -269,11 +269,14 @@ def start(
     ports: dict[str, int] | None = None,
     timeout: float = 240.0,
     driver_memory: str = "1g",
+    conf: dict[str, str] | None = None,
 ) -> Cluster:
     """Start master, worker and Thrift server; return once the Thrift port accepts connections.
 
-    A busy port is replaced by a free one (see `Cluster.ports`). On failure or timeout the
-    started JVMs are stopped and the error carries the tail of each log.
+    `conf` overrides or adds to the Thrift server's Spark conf (`thrift_server_conf`), e.g. the
+    benchmark's JVM options and Spark UI. A busy port is replaced by a free one (see
+    `Cluster.ports`). On failure or timeout the started JVMs are stopped and the error carries
+    the tail of each log.
     """
     state = Path(state).resolve()
     previous = load(state)
@@ -337,7 +340,7 @@ def start(
         submit = [str(home / "bin" / "spark-submit"), "--master", cluster.master_url,
                   "--class", MAIN_CLASS["thrift"], "--name", "dbt_merge thrift server",
                   "--driver-memory", driver_memory]
-        for key, value in thrift_server_conf(state, jar).items():
+        for key, value in {**thrift_server_conf(state, jar), **(conf or {})}.items():
             submit += ["--conf", f"{key}={value}"]
         submit += ["--hiveconf", f"hive.server2.thrift.port={p['thrift']}",
                    "--hiveconf", "hive.server2.thrift.bind.host=localhost", "spark-internal"]
