@@ -521,7 +521,8 @@ def main(argv: list[str] | None = None) -> int:
         "--profile",
         action="store_true",
         help="instead of the benchmark: dbt's per-statement overhead and our upsert's "
-        "statements one by one (benchmarks/profile.py; takes --quick and --scale)",
+        "statements one by one (benchmarks/profile.py; takes --quick and --scale); with "
+        "--engine spark or spark_thrift, the Spark jobs of each statement",
     )
     parser.add_argument(
         "--package-dir",
@@ -534,7 +535,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         from . import profile
 
-        return profile.main(scale, args.out, args.reps or 3)
+        # --engine spark or spark_thrift: the Spark profile; otherwise DuckDB's
+        engine = args.engine if args.engine in ("spark", "spark_thrift") else "duckdb"
+        return profile.main(scale, args.out, args.reps or 3, engine=engine)
     global ALL_FORMULATIONS, ONLY, PACKAGE
     ALL_FORMULATIONS = args.all_formulations
     ONLY = args.strategies.split(",") if args.strategies else None

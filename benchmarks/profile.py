@@ -1,5 +1,6 @@
 """Where the time of a merge goes on DuckDB: dbt's cost per statement, and our upsert's
-statements one by one.
+statements one by one; on Spark (`--engine spark` or `spark_thrift`): the Spark jobs each
+statement runs.
 
 1. **dbt's per-statement overhead**: one trivial statement N times through dbt (`run_query`, and
    `statement(fetch_result=false)` as the materialization runs DDL and DML; timed inside the
@@ -10,8 +11,18 @@ statements one by one.
    with `merge_check_columns=['updated_at']` and `detect_unchanged=false`, and for dbt-duckdb's
    `delete+insert`, next to the hand-written delete+insert on a raw connection.
 
+3. **Spark** (`--engine spark`: dbt-spark's session method, local[2]; `--engine spark_thrift`: its
+   thrift method against the benchmark's cluster, benchmarks/engines.py): our upsert and
+   full_merge at the 200k increment into 2M (divided by --scale), statement by statement: dbt's
+   timing of each statement and the Spark jobs submitted while it ran (count and summed
+   duration, from the driver's REST API `/api/v1/applications/<id>/jobs`, the Spark UI being on
+   for the profile), next to dbt-spark's built-in `merge` and the hand-written MERGE INTO and
+   INSERT OVERWRITE (run statement by statement on the engine's own connection).
+
     python -m benchmarks.profile [--quick | --scale N] [--reps N] [--out DIR]
+    python -m benchmarks.profile --engine spark --scale 10 --out /tmp/profile_spark
     bash scripts/bench.sh --profile --quick            # the same, through the benchmark
+    bash scripts/bench.sh --profile --engine spark_thrift --scale 10
 """
 
 from __future__ import annotations
@@ -25,12 +36,14 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.request
+from datetime import datetime, timezone
 from pathlib import Path
 
 from . import data
 from .baselines import formulations
 from .engines import open_engine, prepare
-from .project import DbtProject, write_project
+from .project import THRIFT_PORT_ENV, DbtProject, write_project
 
 TRIVIAL = {
     "select 1": "select 1",
@@ -71,6 +84,17 @@ class Events:
                 return  # dbt's own queries before the model runs (relation cache)
             ts = msg.info.ts.seconds + msg.info.ts.nanos / 1e9
             self.events.append((name, ts, fields))
+
+    def windows(self) -> list[tuple[str, float, float, float]]:
+        """(statement, seconds dbt measured, wall-clock start, wall-clock end) per statement."""
+        out, query, started = [], None, 0.0
+        for name, ts, fields in self.events:
+            if name == "SQLQuery":
+                query, started = fields.get("sql", ""), ts
+            elif name == "SQLQueryStatus" and query is not None:
+                out.append((_summary(query), float(fields.get("elapsed", 0.0)), started, ts))
+                query = None
+        return out
 
     def statements(self) -> list[tuple[str, float, float]]:
         """(statement, seconds dbt measured, seconds since the previous statement ended)."""
@@ -238,7 +262,10 @@ def main(
     reps: int = 3,
     n: int = 200,
     only: list[str] | None = None,
+    engine: str = "duckdb",
 ) -> int:
+    if engine != "duckdb":
+        return spark_main(engine, scale, out, reps)
     workdir = Path(tempfile.mkdtemp(prefix="merge_profile_"))
     try:
         project_dir = workdir / "project_duckdb"
@@ -274,6 +301,236 @@ def main(
     return 0
 
 
+# ------------------------------------------------------------------ Spark: statements and jobs
+
+#: The dbt models profiled on Spark, and the hand-written formulations (effect, name).
+SPARK_MODELS = ("ours_upsert", "ours_full_merge", "dbt_merge")
+SPARK_SQL = (
+    ("upsert", "MERGE INTO"),
+    ("full_merge", "MERGE INTO"),
+    ("full_merge", "INSERT OVERWRITE"),
+)
+#: The session driver's Spark UI port for the profile (the cluster's: engines.py).
+SESSION_UI_PORT = 18183
+#: A job submitted this many seconds outside a statement's window still counts as its job
+#: (dbt's event times and Spark's job times come from different clocks of the same machine).
+SLACK = 0.05
+
+
+class SparkJobs:
+    """The jobs of a driver, from its REST API (the Spark UI's)."""
+
+    def __init__(self, url: str):
+        self.url = url.rstrip("/") + "/api/v1/applications"
+        self.app = self._get(self.url)[0]["id"]
+
+    @staticmethod
+    def _get(url: str):
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return json.load(response)
+
+    def since(self, start: float) -> list[tuple[float, float, int]]:
+        """(submitted, completed, job id) of every job submitted at or after `start` (epoch s)."""
+        jobs = []
+        for job in self._get(f"{self.url}/{self.app}/jobs"):
+            submitted = _epoch(job.get("submissionTime"))
+            if submitted is None or submitted < start - SLACK:
+                continue
+            completed = _epoch(job.get("completionTime")) or submitted
+            jobs.append((submitted, completed, job["jobId"]))
+        return sorted(jobs)
+
+
+def _epoch(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    moment = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fGMT")
+    return moment.replace(tzinfo=timezone.utc).timestamp()
+
+
+def _assign(windows: list[tuple[str, float, float, float]], jobs) -> tuple[list, list]:
+    """Per statement window (statement, seconds, start, end): (statement, seconds, jobs, job
+    seconds); and the jobs submitted in no statement's window."""
+    rows = [[sql, secs, 0, 0.0] for sql, secs, _, _ in windows]
+    outside = []
+    for submitted, completed, job_id in jobs:
+        for row, (_, _, start, end) in zip(rows, windows, strict=True):
+            if start - SLACK <= submitted <= end + SLACK:
+                row[2] += 1
+                row[3] += completed - submitted
+                break
+        else:
+            outside.append((submitted, completed, job_id))
+    return [tuple(r) for r in rows], outside
+
+
+def spark_model(dbt: DbtProject, engine, jobs: SparkJobs, pristine: str, model: str, reps: int):
+    """Per rep: (statements with their jobs, jobs outside statements, execute-phase seconds,
+    message) of one run of `model`."""
+    runs = []
+    for rep in range(reps + 1):  # rep 0: untimed warm-up
+        engine.restore(model, pristine)
+        events = Events()
+        start = time.time()
+        run = dbt.run(model, callbacks=[events])
+        if run.error:
+            raise RuntimeError(f"{model}: {run.error}")
+        if rep:
+            rows, outside = _assign(events.windows(), jobs.since(start))
+            runs.append((rows, outside, run.seconds, run.message))
+    return runs
+
+
+def spark_sql(engine, jobs: SparkJobs, pristine: str, effect: str, name: str, reps: int):
+    """The same for a hand-written formulation, its statements timed on the engine's own
+    connection (the execute phase: their sum)."""
+    runs = []
+    for rep in range(reps + 1):
+        engine.restore("sql_target", pristine)
+        statements = formulations(
+            "spark", effect, engine.target_ref("sql_target"), engine.source_ref()
+        )[name]
+        start = time.time()
+        windows = []
+        for sql in statements:
+            began = time.time()
+            engine.execute(sql)
+            ended = time.time()
+            windows.append((_summary(sql), ended - began, began, ended))
+        if rep:
+            rows, outside = _assign(windows, jobs.since(start))
+            runs.append((rows, outside, sum(w[1] for w in windows), ""))
+    return runs
+
+
+def _spark_medians(runs):
+    """Per statement: (statement, median seconds, median jobs, median job seconds); medians of
+    the execute phase, of the statements' jobs, their seconds, and of the jobs outside them."""
+    stmts = [r[0] for r in runs]
+    total = {
+        "execute": statistics.median(r[2] for r in runs),
+        "jobs": statistics.median(sum(x[2] for x in r[0]) for r in runs),
+        "job_seconds": statistics.median(sum(x[3] for x in r[0]) for r in runs),
+        "outside": statistics.median(len(r[1]) for r in runs),
+        "in_sql": statistics.median(sum(x[1] for x in r[0]) for r in runs),
+    }
+    if any(len(s) != len(stmts[0]) for s in stmts):
+        return stmts[-1], total
+    rows = [
+        (
+            sql,
+            statistics.median(s[i][1] for s in stmts),
+            statistics.median(s[i][2] for s in stmts),
+            statistics.median(s[i][3] for s in stmts),
+        )
+        for i, (sql, *_) in enumerate(stmts[0])
+    ]
+    return rows, total
+
+
+def spark_markdown(engine: str, scale: int, reps: int, inc, profiled: dict) -> str:
+    where = {
+        "spark": "dbt-spark's session method, local[2] in this process",
+        "spark_thrift": "dbt-spark's thrift method, a Thrift server on a standalone cluster "
+        "(driver JVM + 2 executor JVMs of 1 core)",
+    }[engine]
+    out = [
+        f"Profile on Spark ({where}), {inc.label} (sizes divided by {scale}), median of {reps} "
+        "run(s) after one untimed run; load average at the end "
+        + "/".join(f"{x:.1f}" for x in os.getloadavg())
+        + ".",
+        "",
+        "Spark jobs: those the driver's REST API lists as submitted while a statement ran "
+        "(dbt's SQLQuery to SQLQueryStatus events; for hand-written SQL, the call on the "
+        "engine's connection); job seconds: their submission-to-completion times, summed (jobs "
+        'of one statement may overlap). "outside": jobs submitted during the dbt run but in '
+        "no statement of the model (dbt's relation cache, metadata calls).",
+        "",
+        "### Per method (medians)",
+        "",
+        "| method | statements | statements with jobs | Spark jobs | job seconds "
+        "| jobs outside statements | in statements s | execute phase s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    details = []
+    for method, runs in profiled.items():
+        rows, total = _spark_medians(runs)
+        with_jobs = sum(1 for r in rows if r[2])
+        out.append(
+            f"| {method} | {len(rows)} | {with_jobs} | {total['jobs']:g} "
+            f"| {total['job_seconds']:.2f} | {total['outside']:g} | {total['in_sql']:.2f} "
+            f"| {total['execute']:.2f} |"
+        )
+        details += [
+            "",
+            f"### {method}: {len(rows)} statements, {total['jobs']:g} Spark jobs, execute "
+            f"phase {total['execute']:.2f} s",
+            "",
+            *([runs[-1][3], ""] if runs[-1][3] else []),
+            "| # | statement | seconds | Spark jobs | job seconds |",
+            "|---|---|---|---|---|",
+        ]
+        details += [
+            f"| {i + 1} | `{sql.replace('|', '/')}` | {secs:.3f} | {n:g} | {job_s:.3f} |"
+            for i, (sql, secs, n, job_s) in enumerate(rows)
+        ]
+    return "\n".join(out + details) + "\n"
+
+
+def spark_main(engine_name: str, scale: int, out: Path | None, reps: int) -> int:
+    """The Spark profile (module docstring, part 3) on `engine_name`: spark or spark_thrift."""
+    from .engines import bench_cluster
+
+    workdir = Path(tempfile.mkdtemp(prefix="merge_profile_spark_"))
+    try:
+        project_dir = workdir / f"project_{engine_name}"
+        inc = data.Increment(2_000_000 // scale, 200_000 // scale)
+        if engine_name == "spark":
+            os.environ["SPARK_STATE_DIR"] = str(workdir / "spark_state")
+            (workdir / "spark_state").mkdir()
+            ui = {
+                "spark.ui.enabled": "true",
+                "spark.ui.port": str(SESSION_UI_PORT),
+                "spark.ui.retainedJobs": "100000",
+            }
+            write_project(project_dir, engine_name, spark_conf=ui)
+            text = _spark_profile(engine_name, project_dir, inc, scale, reps)
+        else:
+            with bench_cluster(ui=True, log=_log) as (cluster, ui_port):
+                os.environ[THRIFT_PORT_ENV] = str(cluster.thrift_port)
+                write_project(project_dir, engine_name)
+                text = _spark_profile(engine_name, project_dir, inc, scale, reps, cluster, ui_port)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    print(text)
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "profile.md").write_text(text)
+    return 0
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _spark_profile(engine_name, project_dir, inc, scale, reps, cluster=None, ui_port=None) -> str:
+    dbt = DbtProject(project_dir, engine_name)
+    dbt.deps()
+    engine = open_engine(engine_name, project_dir / "unused.duckdb", project_dir, cluster, ui_port)
+    jobs = SparkJobs(engine.ui_url())
+    pristine = prepare(engine, inc)
+    profiled = {}
+    for model in SPARK_MODELS:
+        _log(f"profiling {model}, {inc.label}")
+        profiled[model] = spark_model(dbt, engine, jobs, pristine, model, reps)
+    for effect, name in SPARK_SQL:
+        _log(f"profiling hand-written {effect} {name}, {inc.label}")
+        profiled[f"hand-written {effect}: {name}"] = spark_sql(
+            engine, jobs, pristine, effect, name, reps
+        )
+    return spark_markdown(engine_name, scale, reps, inc, profiled)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -285,6 +542,8 @@ if __name__ == "__main__":
     parser.add_argument(
         "--only", help="comma-separated words of the data labels to profile (e.g. snapshot,10k)"
     )
+    parser.add_argument("--engine", choices=["duckdb", "spark", "spark_thrift"], default="duckdb")
     args = parser.parse_args()
     only = args.only.split(",") if args.only else None
-    sys.exit(main(args.scale or (10 if args.quick else 1), args.out, args.reps, only=only))
+    scale = args.scale or (10 if args.quick else 1)
+    sys.exit(main(scale, args.out, args.reps, only=only, engine=args.engine))

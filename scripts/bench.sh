@@ -8,6 +8,7 @@
 #                                              # cluster (.state/bench_cluster, ports 7177/10100)
 #   bash scripts/bench.sh --engine duckdb --workloads snapshot,cdc --scale 100
 #   bash scripts/bench.sh --profile --quick    # dbt's cost per statement, our upsert's statements
+#   bash scripts/bench.sh --profile --engine spark --scale 10   # Spark jobs per statement
 #   bash scripts/bench.sh --engine parquet --quick
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
