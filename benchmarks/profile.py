@@ -349,18 +349,26 @@ def _epoch(stamp: str | None) -> float | None:
 
 
 def _assign(windows: list[tuple[str, float, float, float]], jobs) -> tuple[list, list]:
-    """Per statement window (statement, seconds, start, end): (statement, seconds, jobs, job
-    seconds); and the jobs submitted in no statement's window."""
-    rows = [[sql, secs, 0, 0.0] for sql, secs, _, _ in windows]
+    """Per statement (statement, seconds, start, end): (statement, seconds, seconds until the
+    next statement starts, jobs, job seconds); and the jobs submitted before the first one.
+
+    A statement's jobs are those submitted from its start until the next statement starts: dbt
+    fetches a query's rows after its SQLQueryStatus event, and with the session method a
+    query's jobs run only then (its statement time is the planning alone)."""
+    starts = [start for _, _, start, _ in windows]
+    bounds = [*starts[1:], max([end for *_, end in windows], default=0.0)]
+    rows = [
+        [sql, secs, max(secs, nxt - start), 0, 0.0]
+        for (sql, secs, start, _), nxt in zip(windows, bounds, strict=True)
+    ]
     outside = []
     for submitted, completed, job_id in jobs:
-        for row, (_, _, start, end) in zip(rows, windows, strict=True):
-            if start - SLACK <= submitted <= end + SLACK:
-                row[2] += 1
-                row[3] += completed - submitted
-                break
-        else:
+        i = sum(1 for start in starts if start - SLACK <= submitted)
+        if i == 0:
             outside.append((submitted, completed, job_id))
+            continue
+        rows[i - 1][3] += 1
+        rows[i - 1][4] += completed - submitted
     return [tuple(r) for r in rows], outside
 
 
@@ -404,25 +412,20 @@ def spark_sql(engine, jobs: SparkJobs, pristine: str, effect: str, name: str, re
 
 
 def _spark_medians(runs):
-    """Per statement: (statement, median seconds, median jobs, median job seconds); medians of
-    the execute phase, of the statements' jobs, their seconds, and of the jobs outside them."""
+    """Per statement: (statement, then the median of each measure of _assign); medians of the
+    execute phase, of the statements' jobs, their seconds, and of the jobs outside them."""
     stmts = [r[0] for r in runs]
     total = {
         "execute": statistics.median(r[2] for r in runs),
-        "jobs": statistics.median(sum(x[2] for x in r[0]) for r in runs),
-        "job_seconds": statistics.median(sum(x[3] for x in r[0]) for r in runs),
+        "jobs": statistics.median(sum(x[3] for x in r[0]) for r in runs),
+        "job_seconds": statistics.median(sum(x[4] for x in r[0]) for r in runs),
         "outside": statistics.median(len(r[1]) for r in runs),
         "in_sql": statistics.median(sum(x[1] for x in r[0]) for r in runs),
     }
     if any(len(s) != len(stmts[0]) for s in stmts):
         return stmts[-1], total
     rows = [
-        (
-            sql,
-            statistics.median(s[i][1] for s in stmts),
-            statistics.median(s[i][2] for s in stmts),
-            statistics.median(s[i][3] for s in stmts),
-        )
+        (sql, *(statistics.median(s[i][k] for s in stmts) for k in range(1, 5)))
         for i, (sql, *_) in enumerate(stmts[0])
     ]
     return rows, total
@@ -440,22 +443,24 @@ def spark_markdown(engine: str, scale: int, reps: int, inc, profiled: dict) -> s
         + "/".join(f"{x:.1f}" for x in os.getloadavg())
         + ".",
         "",
-        "Spark jobs: those the driver's REST API lists as submitted while a statement ran "
-        "(dbt's SQLQuery to SQLQueryStatus events; for hand-written SQL, the call on the "
-        "engine's connection); job seconds: their submission-to-completion times, summed (jobs "
-        'of one statement may overlap). "outside": jobs submitted during the dbt run but in '
-        "no statement of the model (dbt's relation cache, metadata calls).",
+        "Per statement: dbt's timing (its SQLQuery to SQLQueryStatus events; for hand-written "
+        "SQL, the call on the engine's connection), the seconds until the next statement starts "
+        "(with the session method a query's jobs run when dbt fetches its rows, after dbt's "
+        "timing ends), and the Spark jobs the driver's REST API lists as submitted in that "
+        "span; job seconds: their submission-to-completion times, summed (jobs of one "
+        'statement may overlap). "outside": jobs submitted during the dbt run before the '
+        "model's first statement (dbt's relation cache).",
         "",
         "### Per method (medians)",
         "",
         "| method | statements | statements with jobs | Spark jobs | job seconds "
-        "| jobs outside statements | in statements s | execute phase s |",
+        "| jobs outside statements | dbt's statement timings, summed s | execute phase s |",
         "|---|---|---|---|---|---|---|---|",
     ]
     details = []
     for method, runs in profiled.items():
         rows, total = _spark_medians(runs)
-        with_jobs = sum(1 for r in rows if r[2])
+        with_jobs = sum(1 for r in rows if r[3])
         out.append(
             f"| {method} | {len(rows)} | {with_jobs} | {total['jobs']:g} "
             f"| {total['job_seconds']:.2f} | {total['outside']:g} | {total['in_sql']:.2f} "
@@ -467,12 +472,14 @@ def spark_markdown(engine: str, scale: int, reps: int, inc, profiled: dict) -> s
             f"phase {total['execute']:.2f} s",
             "",
             *([runs[-1][3], ""] if runs[-1][3] else []),
-            "| # | statement | seconds | Spark jobs | job seconds |",
-            "|---|---|---|---|---|",
+            "| # | statement | dbt's timing s | until the next statement s | Spark jobs "
+            "| job seconds |",
+            "|---|---|---|---|---|---|",
         ]
         details += [
-            f"| {i + 1} | `{sql.replace('|', '/')}` | {secs:.3f} | {n:g} | {job_s:.3f} |"
-            for i, (sql, secs, n, job_s) in enumerate(rows)
+            f"| {i + 1} | `{sql.replace('|', '/')}` | {secs:.3f} | {span:.3f} | {n:g} "
+            f"| {job_s:.3f} |"
+            for i, (sql, secs, span, n, job_s) in enumerate(rows)
         ]
     return "\n".join(out + details) + "\n"
 
