@@ -1,7 +1,16 @@
-"""Tables (markdown) and the scaling plot from the benchmark results."""
+"""Tables (markdown) and the scaling plot from the benchmark results.
+
+Runs of separate engines (e.g. `--engine spark` and `--engine spark_thrift`, each on an idle
+machine) can be reported together, side by side:
+
+    python -m benchmarks.report RUN1/results.json RUN2/results.json --out DIR
+"""
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 from pathlib import Path
 
 from .project import NOT_EXPRESSIBLE
@@ -318,3 +327,42 @@ def plot_scaling(results: list[dict], path: Path) -> Path | None:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def combine(runs: list[dict]) -> tuple[dict, list[dict]]:
+    """One report's meta and results from several runs' results.json: every run's meta line is
+    kept (dates, load, versions), the results concatenated in the order given."""
+    first = runs[0]["meta"]
+    meta = dict(first)
+    meta["engine"] = "+".join(r["meta"]["engine"] for r in runs)
+    meta["date"] = "; ".join(f"{r['meta']['engine']} {r['meta']['date']}" for r in runs)
+    meta["reps"] = "; ".join(f"{r['meta']['engine']} {r['meta']['reps']}" for r in runs)
+    meta["wall_seconds"] = sum(r["meta"]["wall_seconds"] for r in runs)
+    meta["load_average"] = {
+        "start": first["load_average"]["start"],
+        "end": runs[-1]["meta"]["load_average"]["end"],
+    }
+    meta["versions"] = {k: v for r in runs for k, v in r["meta"]["versions"].items()}
+    scales = {r["meta"].get("scale") for r in runs}
+    if len(scales) > 1:
+        raise SystemExit(f"runs at different scales ({sorted(scales)}) are not comparable")
+    return meta, [res for r in runs for res in r["results"]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", nargs="+", type=Path, help="results.json of each run")
+    parser.add_argument("--out", type=Path, required=True, help="folder for results.md/json")
+    args = parser.parse_args(argv)
+    meta, results = combine([json.loads(p.read_text()) for p in args.results])
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    text = markdown(meta, results)
+    (args.out / "results.md").write_text(text)
+    plot_scaling(results, args.out / "scaling.png")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
