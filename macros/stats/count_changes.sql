@@ -22,7 +22,7 @@
   {% set action = dbt_merge.quote_identifier(plan.names.action) %}
   {% set row = dbt_merge.run_sql(
       "select " ~ dbt_merge._action_sums(plan, ['I', 'U', 'N', 'H', 'C']) ~ ",
-         count(distinct case when " ~ action ~ " in ('U', 'N', 'H', 'C') then " ~ dbt_merge._key_value(plan) ~ " end) as matched_keys,
+         " ~ dbt_merge._distinct_keys_sql(plan, action ~ " in ('U', 'N', 'H', 'C')") ~ " as matched_keys,
          (select count(*) from " ~ plan.target ~ ") as target_rows"
       ~ dbt_merge._considered_columns(plan)
       ~ " from " ~ plan.changes, 'dbt_merge_count').rows[0] %}
@@ -40,7 +40,7 @@
   {% set action = dbt_merge.quote_identifier(plan.names.action) %}
   {% set row = dbt_merge.run_sql(
       "select " ~ dbt_merge._action_sums(plan, ['U', 'N', 'H', 'C']) ~ ",
-         count(distinct " ~ dbt_merge._key_value(plan) ~ ") as matched_keys,
+         " ~ dbt_merge._distinct_keys_sql(plan) ~ " as matched_keys,
          (select count(*) from " ~ (plan.deduped or plan.stage) ~ " as DBT_INTERNAL_SOURCE"
             ~ (" where not " ~ dbt_merge._delete_flag(plan) if plan.delete_condition else "") ~ ") as source_rows,
          (select count(*) from " ~ plan.target ~ ") as target_rows"
@@ -137,4 +137,18 @@
 {% macro _key_value(plan) %}
   {{ return(dbt_merge.column_list(plan.key_columns) if plan.key_columns | length == 1
             else dbt_merge.row_value(plan.key_columns)) }}
+{% endmacro %}
+
+{#- How many distinct keys the rows have (only those where `condition`, when given): count(distinct),
+    or the set bits of a bitmap over the key's range when the source check measured one
+    (plan.key_bounds, DuckDB: see measure_source). Keys compared are the source's, so within it. -#}
+{% macro _distinct_keys_sql(plan, condition=none) %}
+  {%- set value = dbt_merge._key_value(plan) -%}
+  {%- if condition -%}
+    {%- set value = 'case when ' ~ condition ~ ' then ' ~ value ~ ' end' -%}
+  {%- endif -%}
+  {%- if plan.key_bounds -%}
+    {{ return('coalesce(bit_count(bitstring_agg(' ~ value ~ ', ' ~ plan.key_bounds[0] ~ ', ' ~ plan.key_bounds[1] ~ ')), 0)') }}
+  {%- endif -%}
+  {{ return('count(distinct ' ~ value ~ ')') }}
 {% endmacro %}

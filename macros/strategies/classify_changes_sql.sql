@@ -170,8 +170,8 @@
     {#- Listing every source row pays off when the SELECT is most of the table (a snapshot: most
         rows matched and unchanged); for an increment the unmatched rows only add writes (1M new
         and updated rows into 10M: +8% with every source row listed). Both counts come from
-        metadata. -#}
-    {% set sizes = dbt_merge.run_sql('select (select count(*) from ' ~ (plan.deduped or plan.stage)
+        metadata (or come from measure_source). -#}
+    {% set sizes = plan.sizes or dbt_merge.run_sql('select (select count(*) from ' ~ (plan.deduped or plan.stage)
         ~ '), (select count(*) from ' ~ plan.target ~ ')', 'dbt_merge_count').rows[0] %}
     {% do plan.update({'every_source_row': (sizes[0] | int) * 2 >= (sizes[1] | int)}) %}
     {{ return(dbt_merge.classify_matched_keys_sql(plan, every_source_row=plan.every_source_row)) }}

@@ -2,6 +2,7 @@
     Returns the number of keys whose deduplicate candidates are identical repeats (0 otherwise). -#}
 {% macro check_source_rows(plan) %}
   {% do dbt_merge._check_conversions(plan) %}
+  {% do dbt_merge.measure_source(plan) %}
   {% set row = dbt_merge.run_sql(dbt_merge.source_check_sql(plan), 'dbt_merge_check').rows[0] %}
   {% for key in plan.key_columns %}
     {% set nulls = row[loop.index0] | int %}

@@ -37,13 +37,12 @@
   from grouped
   {%- elif not detail -%}
   {%- set present = dbt_merge._all_keys_present(plan) -%}
-  {%- set key_value = keys if plan.key_columns | length == 1 else dbt_merge.row_value(plan.key_columns) -%}
   select
     {%- for key in plan.key_columns %}
     coalesce(sum(case when {{ dbt_merge.quote_identifier(key) }} is null then 1 else 0 end), 0) as null_rows_{{ loop.index }},
     {%- endfor %}
     count(case when {{ present }} then 1 end)
-      - count(distinct case when {{ present }} then {{ key_value }} end) as extra_rows
+      - {{ dbt_merge._distinct_keys_sql(plan, present) }} as extra_rows
   from {{ plan.stage }}
   {%- else -%}
   with grouped as (
@@ -76,4 +75,56 @@
     {%- do parts.append(dbt_merge.quote_identifier(key) ~ ' is not null') -%}
   {%- endfor -%}
   {{ return('(' ~ parts | join(' and ') ~ ')') }}
+{% endmacro %}
+
+{#- Measurements of the staged SELECT that later statements can use, set on the plan before the
+    source check: key_bounds, [min, max] of a single integer key when a bitmap over that range
+    counts its distinct values faster than count(distinct) (see _distinct_keys_sql), and sizes,
+    [rows of the SELECT, rows of the target] for the classify's choice of form (DuckDB). Both are
+    none when not measured. -#}
+{% macro measure_source(plan) %}
+  {% do plan.update({'key_bounds': none, 'sizes': none}) %}
+  {% do adapter.dispatch('measure_source', 'dbt_merge')(plan) %}
+{% endmacro %}
+
+{% macro default__measure_source(plan) %}
+{% endmacro %}
+
+{#- DuckDB, one integer key: one scan of the key column, which also answers the sizes query of
+    duckdb__classify_changes_sql, so the run has no more statements than without it.
+    bitstring_agg sets one bit per value of [min, max]; counting the set bits counts the distinct
+    keys (10M bigint keys: 0.15 s against 1.5 s for count(distinct), raw DuckDB 2.0). The range
+    costs (max - min + 1) / 8 bytes per thread that reads rows, so only for a range of at most
+    2^27 values (16 MB), and of at most 64 per row when it is over 2^24 (2 MB). -#}
+{% macro duckdb__measure_source(plan) %}
+  {% if plan.key_columns | length != 1 %}
+    {{ return(none) }}
+  {% endif %}
+  {% set key = plan.key_columns[0] | lower %}
+  {#- the type of the staged key: the target's when the source's is converted to it -#}
+  {% set types = [] %}
+  {% for c in plan.conversions if c.column | lower == key %}
+    {% do types.append(c.target_type) %}
+  {% endfor %}
+  {% for col in plan.source_columns if col.name | lower == key %}
+    {% do types.append(col.dtype) %}
+  {% endfor %}
+  {% if not types or types[0] | lower | trim not in ['tinyint', 'smallint', 'integer', 'bigint', 'utinyint',
+      'usmallint', 'uinteger', 'int1', 'int2', 'int4', 'int8', 'int', 'short', 'long'] %}
+    {{ return(none) }}
+  {% endif %}
+  {#- the target exists (and is counted) unless the table is being built; the Parquet-dataset API
+      names its dataset (a string, no table yet) and sizes it itself -#}
+  {% set count_target = plan.schema is not none and not plan.deduped and plan.target is not string %}
+  {% set q = dbt_merge.quote_identifier(plan.key_columns[0]) %}
+  {% set row = dbt_merge.run_sql('select min(' ~ q ~ '), max(' ~ q ~ '), count(' ~ q ~ '), count(*)'
+      ~ (', (select count(*) from ' ~ plan.target ~ ')' if count_target else '') ~ ' from ' ~ plan.stage,
+      'dbt_merge_check').rows[0] %}
+  {% if count_target %}
+    {% do plan.update({'sizes': [row[3] | int, row[4] | int]}) %}
+  {% endif %}
+  {% set keys = row[2] | int %}
+  {% if keys > 1 and (row[1] | int) - (row[0] | int) + 1 <= [2 ** 27, [2 ** 24, 64 * keys] | max] | min %}
+    {% do plan.update({'key_bounds': [row[0] | int, row[1] | int]}) %}
+  {% endif %}
 {% endmacro %}

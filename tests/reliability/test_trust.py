@@ -277,6 +277,47 @@ def test_values_the_target_rounds_are_unchanged_on_rerun(db, tmp_path):
                                        "total": 2}
 
 
+@pytest.mark.parametrize("db", ["duckdb"], indirect=True)
+def test_repeated_integer_keys_are_found_whatever_their_range(db, tmp_path):
+    """DuckDB counts the distinct values of one integer key with a bitmap over its range when
+    the range is small, and with count(distinct) otherwise: a repeated key in the SELECT, or a
+    key the target holds twice, is refused either way (dense, negative, sparse, extreme keys),
+    and unique keys merge."""
+    s = "trust_int_keys"
+    big, low, high = "1000000000000000", "-9223372036854775808", "9223372036854775807"
+    repeated = {  # model: SELECT keys (one repeats)
+        "r_dense": ["1", "1", "3"],
+        "r_negative": ["-5", "7", "-5"],
+        "r_sparse": ["5", big, big],
+        "r_extreme": [low, high, high],
+        "r_int": ["cast(-3 as integer)", "-3", "4"],
+    }
+    unique = {"u_sparse": ["1", big], "u_extreme": [low, "2", high], "u_dense": ["2", "3", "4"]}
+    models = {}
+    for name, keys in {**repeated, **unique}.items():
+        db.table(s, name, rows_sql(IDS, [("1", "'a'"), ("2", "'b'")]))
+        models[name] = ({"schema": s, "unique_key": "id"},
+                        rows_sql(IDS, [(k, f"'{i}'") for i, k in enumerate(keys)]))
+    # the target holds key 2 twice: found among the matched keys (bitmap or count(distinct))
+    for name, keys in {"t_dense": ["2", "3"], "t_sparse": ["2", big]}.items():
+        db.table(s, name, rows_sql(IDS, [("1", "'a'"), ("2", "'b'"), ("2", "'c'")]))
+        models[name] = ({"schema": s, "unique_key": "id"},
+                        rows_sql(IDS, [(k, f"'{i}'") for i, k in enumerate(keys)]))
+    root = project(db, tmp_path, "int_keys", models)
+    run = dbt(db, root, "run")
+    for name in repeated:
+        got = message(run, name)
+        assert "1 unique_key value(s) occur more than once" in got, got
+        assert db.rows(s, name) == [(1, "a"), (2, "b")], name
+    for name, keys in unique.items():
+        inserted = len([k for k in keys if k not in ("1", "2")])
+        assert run.stats(name) == {"inserted": inserted, "updated": len(keys) - inserted,
+                                   "deleted": 0, "unchanged": 0, "total": 2 + inserted}, name
+    for name in ("t_dense", "t_sparse"):
+        assert "already holds 1 extra row(s)" in message(run, name), message(run, name)
+        assert db.rows(s, name) == [(1, "a"), (2, "b"), (2, "c")], name
+
+
 def test_duckdb_collated_and_uuid_keys_are_judged_as_the_target_compares(tmp_path):
     db = Db("duckdb")
     try:
