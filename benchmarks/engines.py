@@ -114,6 +114,10 @@ class DuckDB:
     def memory_pid(self) -> int:
         return os.getpid()
 
+    def executor_pids(self) -> list[int]:
+        """None: DuckDB works in this process."""
+        return []
+
 
 class _SparkSQL:
     """What the Spark engines share: Iceberg tables in schema `bench`, spoken in Spark SQL."""
