@@ -256,6 +256,15 @@ def markdown(scale: int, reps: int, n: int, over, sizes) -> str:
     return "\n".join(out + details) + "\n"
 
 
+def _emit(text: str, out: Path | None) -> int:
+    """Print the profile and, with --out, write it to profile.md there."""
+    print(text)
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "profile.md").write_text(text)
+    return 0
+
+
 def main(
     scale: int = 1,
     out: Path | None = None,
@@ -294,11 +303,7 @@ def main(
         text = markdown(scale, reps, n, over, sizes)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print(text)
-    if out:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "profile.md").write_text(text)
-    return 0
+    return _emit(text, out)
 
 
 # ------------------------------------------------------------------ Spark: statements and jobs
@@ -509,11 +514,7 @@ def spark_main(engine_name: str, scale: int, out: Path | None, reps: int) -> int
                 text = _spark_profile(engine_name, project_dir, inc, scale, reps, cluster, ui_port)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    print(text)
-    if out:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "profile.md").write_text(text)
-    return 0
+    return _emit(text, out)
 
 
 def _log(msg: str) -> None:
