@@ -46,6 +46,13 @@
          (select count(*) from " ~ plan.target ~ ") as target_rows"
       ~ dbt_merge._considered_columns(plan)
       ~ " from " ~ plan.changes, 'dbt_merge_count').rows[0] %}
+  {{ return(dbt_merge._matched_key_counts(plan, row)) }}
+{% endmacro %}
+
+{#- The statistics from a count_matched_keys row (spark__count_changes returns the same columns):
+    updated, unchanged, held_back, condition_deletes, matched_keys, source_rows, target_rows
+    [, considered[, unmatched]]; inserted are the source rows whose key matched none. -#}
+{% macro _matched_key_counts(plan, row) %}
   {% set matched = (row[0] | int) + (row[1] | int) + (row[2] | int) %}
   {{ return(dbt_merge._counts(plan, {
     'inserted': (row[5] | int) - matched if plan.actions.source_only == 'insert' else 0,

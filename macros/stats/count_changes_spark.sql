@@ -48,11 +48,5 @@
          left outer join " ~ (plan.deduped or plan.stage) ~ " as " ~ src ~ "
            on " ~ dbt_merge.key_match(plan.key_columns, src, dst) ~ " and " ~ considered ~ "
        ) as dbt_merge_changes", 'dbt_merge_count').rows[0] %}
-  {% set matched = (row[0] | int) + (row[1] | int) + (row[2] | int) %}
-  {{ return(dbt_merge._counts(plan, {
-    'inserted': (row[5] | int) - matched if plan.actions.source_only == 'insert' else 0,
-    'updated': row[0] | int, 'unchanged': row[1] | int, 'held_back': row[2] | int,
-    'condition_deletes': row[3] | int, 'matched_keys': row[4] | int, 'target_rows': row[6] | int,
-    'considered': row[7] | int if row | length > 7 else 0,
-    'unmatched': none if row | length < 9 else row[8] | int})) }}
+  {{ return(dbt_merge._matched_key_counts(plan, row)) }}
 {% endmacro %}
