@@ -30,7 +30,13 @@
        build or full refresh on an engine that rolls the build back on failure loads the table
        straight from the SELECT (a view, read once) and checks the rows it loaded --#}
   {%- set check_after_build = rebuild and dbt_merge.check_after_rebuild(cfg) -%}
-  {% do dbt_merge.create_work_relation(relations.stage, sql, materialize=not check_after_build) %}
+  {% if rebuild %}
+    {#-- a build reads the SELECT in one CREATE TABLE AS, which takes any SELECT --#}
+    {% do dbt_merge.create_work_relation(relations.stage, sql, materialize=not check_after_build) %}
+    {% set staged_copy = none %}
+  {% else %}
+    {% set staged_copy = dbt_merge.stage_select(relations.stage, sql, materialize=true) %}
+  {% endif %}
   {% set source_columns = adapter.get_columns_in_relation(relations.stage) %}
   {% if (config.get('contract') or {}).enforced %}
     {% do get_assert_columns_equivalent('select * from ' ~ relations.stage) %}
@@ -94,6 +100,9 @@
     {% endif %}
   {% endif %}
   {% do dbt_merge.drop_work_relations(work_relations) %}
+  {% if staged_copy is not none %}
+    {% do dbt_merge.run_statement('drop table if exists ' ~ staged_copy) %}
+  {% endif %}
   {% if cfg.history_table and not stats.dry_run and not stats.skipped %}
     {% do dbt_merge.record_merge_history(cfg.history_table, target, plan.strategy, stats, started_at) %}
   {% endif %}

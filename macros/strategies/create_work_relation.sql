@@ -30,10 +30,11 @@
   {#- A temporary view keeps its SQL text by default and is analyzed again at each read, which
       draws new seeds for rand(), uuid() and TABLESAMPLE: the checks, the counts and the MERGE
       would each see other rows, and the lazy cache (looked up by plan) would never be hit.
-      Storing the analyzed plan pins the seeds, so every read sees the same rows. -#}
-  {% do dbt_merge.run_statement('set spark.sql.legacy.storeAnalyzedPlanForView=true') %}
+      Storing the analyzed plan pins the seeds, so every read sees the same rows. The setting is
+      the session's and is left set: another dbt thread sharing the session (method: session)
+      resetting it between this `set` and the view would unpin this view (set_session_conf). -#}
+  {% do dbt_merge.keep_session_conf({'spark.sql.legacy.storeAnalyzedPlanForView': 'true'}) %}
   {% do dbt_merge.run_statement('create or replace temporary view ' ~ relation ~ ' as ' ~ select_sql) %}
-  {% do dbt_merge.run_statement('reset spark.sql.legacy.storeAnalyzedPlanForView') %}
   {% if materialize %}
     {% do dbt_merge.run_statement('cache lazy table ' ~ relation) %}
   {% endif %}
@@ -53,4 +54,44 @@
    1.1 s to cache it plus 0.3 s to count (2M-row Iceberg target, 200k-row source, warm JVM). #}
 {% macro spark__materialize_changes(plan) %}
   {{ return(not plan.writes_source_rows) }}
+{% endmacro %}
+
+{#-
+  Stage the model's SELECT (create_work_relation) for a merge into an existing table. Returns the
+  table it copied the rows to, to drop at the end, or none.
+  Spark: a SELECT that Spark calls non-deterministic (rand(), uuid(), monotonically_increasing_id(),
+  a non-deterministic UDF, also through an upstream view) cannot be the source of a MERGE INTO a
+  copy-on-write table: Spark 3.5 refuses it (INVALID_NON_DETERMINISTIC_EXPRESSIONS), whatever the
+  cache holds. Its rows are written once to a parquet table in the target's schema
+  (<model>__dbt_merge_s_<invocation id>, dropped at the end, and by the next run if this one
+  fails: finish_interrupted_write), and the stage reads that table: every step reads the rows
+  the checks saw, and the MERGE's source is deterministic. Spark's own flag decides: a join
+  condition holding the SELECT in a subquery fails analysis exactly when the SELECT is
+  non-deterministic, and EXPLAIN returns that failure as text without running anything.
+-#}
+{% macro stage_select(relation, select_sql, materialize) %}
+  {{ return(adapter.dispatch('stage_select', 'dbt_merge')(relation, select_sql, materialize)) }}
+{% endmacro %}
+
+{% macro default__stage_select(relation, select_sql, materialize) %}
+  {% do dbt_merge.create_work_relation(relation, select_sql, materialize) %}
+  {{ return(none) }}
+{% endmacro %}
+
+{% macro spark__stage_select(relation, select_sql, materialize) %}
+  {% do dbt_merge.create_work_relation(relation, select_sql, materialize) %}
+  {% set probe = 'explain select 1 from range(1) as dbt_merge_a join range(1) as dbt_merge_b on exists (select 1 from '
+                 ~ relation ~ ')' %}
+  {% set plan_text = dbt_merge.run_sql(probe, 'dbt_merge_stage').rows | map(attribute=0) | join('\n') %}
+  {% if 'INVALID_NON_DETERMINISTIC' not in plan_text %}
+    {{ return(none) }}
+  {% endif %}
+  {% set copy = this.incorporate(path={'identifier': this.identifier ~ '__dbt_merge_s_' ~ invocation_id | replace('-', '')},
+                                 type='table') %}
+  {% do log('dbt_merge ' ~ model.name ~ ': the SELECT is non-deterministic; its rows are written once to '
+      ~ copy ~ ' and merged from there.') %}
+  {% do dbt_merge.run_statement('create table ' ~ copy ~ ' using parquet as select * from ' ~ relation, 'dbt_merge_stage') %}
+  {% do dbt_merge.drop_work_relation(relation, materialize) %}
+  {% do dbt_merge.create_work_relation(relation, 'select * from ' ~ copy, materialize) %}
+  {{ return(copy) }}
 {% endmacro %}

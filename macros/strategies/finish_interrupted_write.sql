@@ -22,13 +22,19 @@
     {{ return(none) }}
   {% endif %}
   {#- `like` takes a regular expression with * for .*: other characters of the name become *,
-      and the names are matched exactly here -#}
+      and | separates patterns; the names are matched exactly here. Also dropped: the copies of a non-deterministic
+      SELECT (stage_select, <model>__dbt_merge_s_*) that a failed run left. -#}
   {% set prefix = existing.identifier ~ '__dbt_merge_w_' %}
-  {% set pattern = modules.re.sub('[^A-Za-z0-9_]', '*', prefix) ~ '*' %}
+  {% set copy_prefix = existing.identifier ~ '__dbt_merge_s_' %}
+  {% set pattern = modules.re.sub('[^A-Za-z0-9_]', '*', prefix) ~ '*|'
+                   ~ modules.re.sub('[^A-Za-z0-9_]', '*', copy_prefix) ~ '*' %}
   {% set leftovers = [] %}
   {% for row in dbt_merge.run_sql('show tables in ' ~ existing.schema ~ " like '" ~ pattern ~ "'",
                                    'dbt_merge_leftovers').rows %}
-    {% if not row[2] and row[1] | lower != prefix | lower and (row[1] | lower).startswith(prefix | lower) %}
+    {% set name = row[1] | lower %}
+    {% if not row[2] and name != copy_prefix | lower and name.startswith(copy_prefix | lower) %}
+      {% do leftovers.append({'relation': existing.incorporate(path={'identifier': row[1]}), 'ready': none}) %}
+    {% elif not row[2] and name != prefix | lower and name.startswith(prefix | lower) %}
       {% set work = existing.incorporate(path={'identifier': row[1]}) %}
       {#- the value, or a sentence saying the table does not have the property -#}
       {% set ready = dbt_merge.run_sql('show tblproperties ' ~ work ~ " ('dbt_merge.ready')",
