@@ -20,6 +20,9 @@
       3.8 s against 3.1 s);
     - with incremental_predicates the merge considers a slice of the table, but an overwrite
       rewrites all of it: the MERGE stays the write whose cost follows the slice.
+  A partitioned table is always written by MERGE INTO, also with full_merge_write='overwrite': its
+  overwrite would need static partition overwrite mode, a session setting, which on dbt-spark's
+  session method reaches every dbt thread's statements (set_session_conf, replace_target).
 -#}
 {% macro choose_full_merge_write(plan, counts, storage) %}
   {{ return(adapter.dispatch('choose_full_merge_write', 'dbt_merge')(plan, counts, storage)) }}
@@ -33,10 +36,15 @@
   {#- the table's rows now: soft-deleted rows stay, so total counts them -#}
   {% set target_rows = counts.total - counts.inserted + (0 if plan.soft_delete else counts.deleted) %}
   {% set rewritten = counts.updated + counts.deleted %}
-  {% if plan.full_merge_write in ['merge', 'overwrite'] %}
-    {% set write, reason = plan.full_merge_write, 'as configured' %}
-  {% elif plan.full_merge_write != 'auto' %}
+  {% if plan.full_merge_write not in ['auto', 'merge', 'overwrite'] %}
     {{ dbt_merge.raise_merge_error("full_merge_write '" ~ plan.full_merge_write ~ "' is not one of: auto, merge, overwrite.") }}
+  {% elif plan.full_merge_write == 'merge' %}
+    {% set write, reason = 'merge', 'as configured' %}
+  {% elif storage.partitioned %}
+    {% set write, reason = 'merge', 'a partitioned table: its overwrite would need static partition '
+        ~ 'overwrite mode, a session setting that other dbt threads sharing the session would run with' %}
+  {% elif plan.full_merge_write == 'overwrite' %}
+    {% set write, reason = 'overwrite', 'as configured' %}
   {% elif plan.predicates %}
     {% set write, reason = 'merge', 'incremental_predicates are set' %}
   {% elif storage.provider not in ['iceberg', 'delta'] %}

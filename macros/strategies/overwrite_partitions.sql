@@ -69,12 +69,12 @@
   {% if storage.partition_by %}
     {#- Datasource tables overwrite every partition unless the mode is dynamic; Hive tables
         refuse dynamic partitions in strict mode when Spark does not convert the write. -#}
-    {% set previous = dbt_merge.set_session_conf({'spark.sql.sources.partitionOverwriteMode': 'dynamic',
-                                                  'hive.exec.dynamic.partition.mode': 'nonstrict'}) %}
+    {#- left set, never put back: set_session_conf -#}
+    {% do dbt_merge.keep_session_conf({'spark.sql.sources.partitionOverwriteMode': 'dynamic',
+                                       'hive.exec.dynamic.partition.mode': 'nonstrict'}) %}
     {% do dbt_merge.run_statement('insert overwrite table ' ~ target ~ ' partition ('
         ~ dbt_merge.column_list(storage.partition_by) ~ ') select ' ~ columns ~ ' from ' ~ work,
         'dbt_merge_overwrite') %}
-    {% do dbt_merge.set_session_conf(previous) %}
   {% else %}
     {% do dbt_merge.run_statement('insert overwrite table ' ~ target ~ ' select ' ~ columns ~ ' from ' ~ work,
         'dbt_merge_overwrite') %}

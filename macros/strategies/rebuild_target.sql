@@ -31,7 +31,7 @@
   {% endif %}
   {% set previous = dbt_merge.set_session_conf(settings) %}
   {% do dbt_merge.run_statement(create_table_as(false, plan.target, dbt_merge.rebuild_rows_sql(plan))) %}
-  {% do dbt_merge.set_session_conf(previous) %}
+  {% do dbt_merge.restore_session_conf(previous) %}
 {% endmacro %}
 
 {#- The rows a first build or full refresh loads: the checked (and deduplicated) SELECT, less the

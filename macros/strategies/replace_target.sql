@@ -16,18 +16,24 @@
 
 {# Spark: Iceberg and Delta commit an INSERT OVERWRITE atomically (Iceberg: one snapshot), and
    Iceberg v2 tables may be overwritten by a query that reads them (parquet tables may not: see
-   overwrite_partitions). Static overwrite mode, whatever the session's: in dynamic mode a
-   partitioned table would keep the partitions the merged rows leave empty.
+   overwrite_partitions). Only unpartitioned tables: a partitioned one would need static
+   partition overwrite mode (in dynamic mode it keeps the partitions the merged rows leave
+   empty), a session setting that on a session shared by dbt threads could reach another merge's
+   dynamic overwrite of a parquet table (set_session_conf); choose_full_merge_write writes a
+   partitioned table by MERGE INTO.
    Unlike MERGE INTO, Iceberg's SQL INSERT OVERWRITE does not check for commits made since the
    snapshot it read: another writer's commit in between would be silently replaced. So the rows
    are read from the table's current snapshot by id, and the commit's parent must be that
    snapshot (_check_replaced_snapshot). #}
 {% macro spark__replace_target(plan, counts, storage) %}
   {% set read = dbt_merge._current_snapshot(plan.target) if storage.provider == 'iceberg' else none %}
-  {% set previous = dbt_merge.set_session_conf({'spark.sql.sources.partitionOverwriteMode': 'static'}) %}
+  {#- an unpartitioned table is overwritten whole in either partition overwrite mode -#}
+  {% if storage.partitioned %}
+    {{ dbt_merge.raise_merge_error("internal: a whole-table overwrite of the partitioned table " ~ plan.target
+        ~ " (choose_full_merge_write writes a partitioned table by MERGE INTO).") }}
+  {% endif %}
   {% do dbt_merge.run_statement('insert overwrite table ' ~ plan.target ~ ' '
       ~ dbt_merge._merged_rows_sql(plan, counts, storage.columns, [], version=read), 'dbt_merge_overwrite') %}
-  {% do dbt_merge.set_session_conf(previous) %}
   {% if storage.provider == 'iceberg' %}
     {% do dbt_merge._check_replaced_snapshot(plan.target, read) %}
   {% endif %}

@@ -7,6 +7,7 @@
     columns       the table's columns in its own order (partition columns last)
     partition_by  the partition columns, in partition order ([] when not partitioned; Iceberg's
                   partition transforms are not listed: MERGE INTO handles them)
+    partitioned   whether the table has partitions, by columns or by transforms
     write         'merge' (MERGE INTO), 'overwrite' (INSERT OVERWRITE of the affected partitions)
                   or none (neither is supported)
 -#}
@@ -27,7 +28,7 @@
   {% set columns = [] %}
   {% set partition_by = [] %}
   {% set meta = {} %}
-  {% set state = namespace(section='columns', format='') %}
+  {% set state = namespace(section='columns', format='', transforms=0) %}
   {% for row in rows %}
     {% set name = (row[0] or '') | trim %}
     {% if name == '# Partition Information' %}
@@ -36,9 +37,14 @@
       {% set state.section = 'details' %}
     {% elif name == '# col_name' and state.section == 'partitions' %}
       {#- the header row of the partition columns -#}
-    {% elif state.section != 'details' and (name == '' or name in ['# Partitioning', '# Metadata Columns']) %}
+    {% elif state.section != 'details' and name == '# Partitioning' %}
+      {#- partition transforms (bucket, days, ...): rows 'Part 0', 'Part 1', ... -#}
+      {% set state.section = 'transforms' %}
+    {% elif state.section != 'details' and (name == '' or name == '# Metadata Columns') %}
       {#- sections end with an empty row; column names may start with '#' -#}
       {% set state.section = 'other' %}
+    {% elif state.section == 'transforms' %}
+      {% set state.transforms = state.transforms + 1 %}
     {% elif state.section == 'columns' %}
       {% do columns.append(row[0]) %}
     {% elif state.section == 'partitions' %}
@@ -64,5 +70,5 @@
   {% set write = 'merge' if provider in ['iceberg', 'delta', 'hudi']
                  else ('overwrite' if format in ['parquet', 'orc'] else none) %}
   {{ return({'provider': provider, 'format': format, 'columns': columns, 'partition_by': partition_by,
-             'write': write}) }}
+             'partitioned': partition_by | length > 0 or state.transforms > 0, 'write': write}) }}
 {% endmacro %}

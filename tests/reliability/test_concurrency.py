@@ -195,3 +195,81 @@ def test_conflicting_duckdb_transaction_fails_clearly(tmp_path):
     }
     other.close()
     eng.close()
+
+
+#: models of test_threads_sharing_a_spark_session: partitioned parquet tables merged by
+#: INSERT OVERWRITE of their partitions, and Iceberg tables fed a SELECT with rand()
+THREAD_MODELS = 4
+THREAD_ROWS = 400  # 8 partitions of 50 rows
+MERGE_ON_READ = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
+                 "write.delete.mode": "merge-on-read"}
+
+
+def _thread_models() -> dict[str, str]:
+    increment = "{% if var('phase', 'first') == 'first' %}"
+    models = {}
+    for i in range(THREAD_MODELS):
+        models[f"pq_{i}"] = model_sql(
+            {"strategy": "upsert", "unique_key": "id", "schema": "rel_thr",
+             "file_format": "parquet", "partition_by": ["p"]},
+            f"{increment}select id, v, p from rel_thr.src"
+            "{% else %}select id, 'new' as v, p from rel_thr.src where p < 2{% endif %}",
+        )
+        models[f"rnd_{i}"] = model_sql(
+            {"strategy": "upsert", "unique_key": "id", "schema": "rel_thr",
+             "file_format": "iceberg", "tblproperties": MERGE_ON_READ},
+            f"{increment}select id, v, p from rel_thr.src where rand() < 0.5"
+            "{% else %}select id, 'new' as v, p from rel_thr.src where rand() < 0.5{% endif %}",
+        )
+    return models
+
+
+@pytest.mark.spark
+def test_threads_sharing_a_spark_session(spark, tmp_path):
+    """dbt-spark's session method: every dbt thread shares one SparkSession, so one set of
+    session settings. Two partitioned parquet merges in parallel: if one thread put the partition
+    overwrite mode back (static) between the other's `set` and its INSERT OVERWRITE, the other's
+    table would lose every partition it does not write. A SELECT with rand(): if a thread reset
+    `storeAnalyzedPlanForView` between the other's `set` and its view, the checks, the counts and
+    the MERGE would each draw other rows. Each table must hold exactly what its statistics say,
+    every run, and the run must set no session setting back (dbt.log)."""
+    spark.sql("create database if not exists rel_thr")
+    spark.sql("drop table if exists rel_thr.src")
+    spark.sql(
+        f"create table rel_thr.src using parquet as select id, 'old' as v, "
+        f"cast(id % 8 as int) as p from range({THREAD_ROWS})"
+    )
+    for i in range(THREAD_MODELS):
+        spark.sql(f"drop table if exists rel_thr.pq_{i}")
+        spark.sql(f"drop table if exists rel_thr.rnd_{i}")
+    project = make_project(tmp_path / "proj", "threads_spark", _thread_models())
+    phases = ["first", "increment"]
+    for n, phase in enumerate(phases):
+        before = {}
+        if phase != "first":
+            for i in range(THREAD_MODELS):
+                table = spark.sql(f"select id, v from rel_thr.rnd_{i}").collect()
+                before[i] = {r.id: r.v for r in table}
+        run = run_dbt(["run", "--threads", "4"], project, "spark", PROFILES_DIR,
+                      vars={"phase": phase})
+        assert run.success, (n, [f"{r.node.name}: {r.message}" for r in run.results
+                                 if r.status != "success"])
+        for i in range(THREAD_MODELS):
+            pq = spark.sql(f"select p, v, count(*) as n from rel_thr.pq_{i} group by p, v")
+            pq = pq.collect()
+            counts = {(r.p, r.v): r.n for r in pq}
+            expected = {(p, "new" if phase != "first" and p < 2 else "old"): THREAD_ROWS // 8
+                        for p in range(8)}
+            assert counts == expected, (n, f"pq_{i}", counts)
+            stats = run.stats(f"pq_{i}")
+            assert stats["total"] == THREAD_ROWS, (n, f"pq_{i}", stats)
+
+            rows = {r.id: r.v for r in spark.sql(f"select id, v from rel_thr.rnd_{i}").collect()}
+            stats = run.stats(f"rnd_{i}")
+            new_keys = set(rows) - set(before.get(i, {}))
+            changed = {k for k in before.get(i, {}) if rows[k] != before[i][k]}
+            assert (stats["inserted"], stats["updated"], stats["total"]) == (
+                len(new_keys), len(changed), len(rows)), (n, f"rnd_{i}", stats)
+    log = (project / "logs" / "dbt.log").read_text()
+    assert "reset spark.sql.legacy.storeAnalyzedPlanForView" not in log
+    assert "partitionOverwriteMode=static" not in log

@@ -170,9 +170,10 @@ MODELS["ice_mor_full_merge_merge"] = Model({**MODELS["ice_mor_full_merge"].confi
 MODELS["ice_mor_cdc"] = Model({**ICEBERG_MOR, "strategy": "upsert",
                                "delete_condition": "DBT_INTERNAL_SOURCE.amount = 2.5"},
                               opts=Options(delete_condition=("amount", 2.5)))
-#: full_merge with incremental_predicates: by MERGE (auto) and by INSERT OVERWRITE (forced); the
-#: second run goes with the session in dynamic partition overwrite mode, in which an overwrite of
-#: the partitioned table would keep the partition it empties (africa)
+#: full_merge with incremental_predicates, auto and forced to overwrite: both by MERGE INTO, the
+#: table being partitioned (its overwrite would need static partition overwrite mode, a session
+#: setting every dbt thread would share; the second run goes with the session in dynamic mode, in
+#: which an overwrite would keep the partition it empties, africa)
 for _name, _write in (("ice_predicates", "auto"), ("ice_predicates_overwrite", "overwrite")):
     MODELS[_name] = Model(
         _part({"file_format": "iceberg", "strategy": "full_merge", "full_merge_write": _write,
@@ -183,7 +184,7 @@ for _name, _write in (("ice_predicates", "auto"), ("ice_predicates_overwrite", "
 FULL_MERGE_WRITES = {
     "ice_full_merge": "MERGE INTO",  # rows 1 and 5 are unchanged
     "ice_mor_full_merge": "INSERT OVERWRITE", "ice_mor_full_merge_merge": "MERGE INTO",
-    "ice_predicates": "MERGE INTO", "ice_predicates_overwrite": "INSERT OVERWRITE",
+    "ice_predicates": "MERGE INTO", "ice_predicates_overwrite": "MERGE INTO",
 }
 #: tables that exist before the first run in another format than the model's file_format
 #: (created outside dbt): the merge writes the table that exists
@@ -273,7 +274,7 @@ def runs(spark, tmp_path_factory):
     before = {name: _data_files(spark, f"{SCHEMA}.{name}") for name in MODELS
               if not name.startswith("ice_")}
     mode = "spark.sql.sources.partitionOverwriteMode"
-    spark.conf.set(mode, "dynamic")  # see ice_predicates_overwrite
+    spark.conf.set(mode, "dynamic")  # an unpartitioned overwrite replaces all in either mode
     try:
         second = run_dbt(["run"], project, "spark", PROFILES_DIR, vars={"phase": "increment"})
     finally:
