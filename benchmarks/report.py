@@ -356,6 +356,7 @@ def plot_scaling(results: list[dict], path: Path) -> Path | None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import EngFormatter
 
     rows = {
         engine: (_duckdb_panels if family(engine) == "duckdb" else _target_panels)(points)
@@ -377,6 +378,7 @@ def plot_scaling(results: list[dict], path: Path) -> Path | None:
                 ax.set_xscale("log")
             else:
                 ax.set_xlim(0, max(x for x, _ in pts) * 1.1)
+                ax.xaxis.set_major_formatter(EngFormatter(sep=""))
                 ax.set_ylim(0, top * 1.1)
             ax.set_xlabel(xlabel)
             ax.set_ylabel("seconds")
