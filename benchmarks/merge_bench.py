@@ -74,8 +74,11 @@ WORKLOADS = {
     "cdc": "upsert with delete_condition, an op column with 'D' rows",
     "first_load": "DuckDB: the first run of 5M rows against dbt's table materialization",
     "full_refresh": "DuckDB: --full-refresh of 5M rows against dbt's table materialization",
-    "scaling": "DuckDB: upsert of 100k into 1M and 30M, and 3M into 10M",
+    "scaling": "upsert, against dbt's merge and the hand-written SQL: on DuckDB 100k into 1M "
+    "and 30M, and 3M into 10M; on Spark 20k and 200k into 2M and 10M",
 }
+#: The scaling workload on Spark: (target rows, increment rows), before --scale.
+SPARK_SCALING = [(t, i) for t in (2_000_000, 10_000_000) for i in (20_000, 200_000)]
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,12 @@ def jobs_for(
     return jobs
 
 
+def scaling_jobs(engine: str) -> list[Job]:
+    """The scaling workload's methods: our upsert, the first hand-written upsert and dbt's
+    built-in `merge` (the one built-in both engines have)."""
+    return jobs_for(engine, ["upsert"], builtins=False) + [Job("upsert", "dbt", "dbt_merge")]
+
+
 def plan(engine: str, scale: int) -> list[Step]:
     """The workloads to measure (sizes divided by `scale`)."""
     f = scale
@@ -213,6 +222,10 @@ def plan(engine: str, scale: int) -> list[Step]:
                 data.Increment(big, inc, shape="cdc"),
                 [Job("cdc", "ours", "ours_upsert_cdc")] + sql_jobs(engine, "cdc"),
             ),
+            *(
+                Step("scaling", data.Increment(t // f, i // f), scaling_jobs(engine))
+                for t, i in SPARK_SCALING
+            ),
         ]
     big, inc = 10_000_000 // f, 1_000_000 // f
     load = data.Increment(5_000_000 // f, 5_000_000 // f, shape="full")
@@ -220,9 +233,6 @@ def plan(engine: str, scale: int) -> list[Step]:
         Job("load", "ours", "ours_upsert"),
         Job("load", "dbt", "dbt_table"),
         *sql_jobs(engine, "load"),
-    ]
-    scaling_jobs = jobs_for(engine, ["upsert"], builtins=False) + [
-        Job("upsert", "dbt", "dbt_merge")
     ]
     return [
         Step("increments", data.Increment(big, inc), jobs_for(engine, all5, options=True)),
@@ -279,7 +289,7 @@ def plan(engine: str, scale: int) -> list[Step]:
         Step("first_load", load, load_jobs, empty_start=True),
         Step("full_refresh", load, load_jobs, dbt_args=("--full-refresh",)),
         *(
-            Step("scaling", data.Increment(t // f, i // f), scaling_jobs)
+            Step("scaling", data.Increment(t // f, i // f), scaling_jobs(engine))
             for t, i in ((1_000_000, 100_000), (30_000_000, 100_000), (10_000_000, 3_000_000))
         ),
     ]

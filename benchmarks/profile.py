@@ -13,14 +13,16 @@ statement runs.
 
 3. **Spark** (`--engine spark`: dbt-spark's session method, local[2]; `--engine spark_thrift`: its
    thrift method against the benchmark's cluster, benchmarks/engines.py): our upsert and
-   full_merge at the 200k increment into 2M (divided by --scale), statement by statement: dbt's
-   timing of each statement and the Spark jobs submitted while it ran (count and summed
-   duration, from the driver's REST API `/api/v1/applications/<id>/jobs`, the Spark UI being on
-   for the profile), next to dbt-spark's built-in `merge` and the hand-written MERGE INTO and
-   INSERT OVERWRITE (run statement by statement on the engine's own connection).
+   full_merge at the 200k increment into 2M (another with --size; divided by --scale),
+   statement by statement: dbt's timing of each statement and the Spark jobs submitted while it
+   ran (count and summed duration, from the driver's REST API `/api/v1/applications/<id>/jobs`,
+   the Spark UI being on for the profile), next to dbt-spark's built-in `merge` and the
+   hand-written MERGE INTO and INSERT OVERWRITE (run statement by statement on the engine's own
+   connection); --only picks methods by words of their names.
 
     python -m benchmarks.profile [--quick | --scale N] [--reps N] [--out DIR]
     python -m benchmarks.profile --engine spark --scale 10 --out /tmp/profile_spark
+    python -m benchmarks.profile --engine spark --size 10000000:20000 --only upsert,dbt_merge
     bash scripts/bench.sh --profile --quick            # the same, through the benchmark
     bash scripts/bench.sh --profile --engine spark_thrift --scale 10
 """
@@ -272,9 +274,10 @@ def main(
     n: int = 200,
     only: list[str] | None = None,
     engine: str = "duckdb",
+    spark_size: tuple[int, int] = (2_000_000, 200_000),
 ) -> int:
     if engine != "duckdb":
-        return spark_main(engine, scale, out, reps)
+        return spark_main(engine, scale, out, reps, spark_size, only)
     workdir = Path(tempfile.mkdtemp(prefix="merge_profile_"))
     try:
         project_dir = workdir / "project_duckdb"
@@ -489,14 +492,23 @@ def spark_markdown(engine: str, scale: int, reps: int, inc, profiled: dict) -> s
     return "\n".join(out + details) + "\n"
 
 
-def spark_main(engine_name: str, scale: int, out: Path | None, reps: int) -> int:
-    """The Spark profile (module docstring, part 3) on `engine_name`: spark or spark_thrift."""
+def spark_main(
+    engine_name: str,
+    scale: int,
+    out: Path | None,
+    reps: int,
+    size: tuple[int, int] = (2_000_000, 200_000),
+    only: list[str] | None = None,
+) -> int:
+    """The Spark profile (module docstring, part 3) on `engine_name`: spark or spark_thrift, at
+    `size` (target rows, increment rows; divided by `scale`), of the methods whose names hold
+    one of the words `only` (all without)."""
     from .engines import bench_cluster
 
     workdir = Path(tempfile.mkdtemp(prefix="merge_profile_spark_"))
     try:
         project_dir = workdir / f"project_{engine_name}"
-        inc = data.Increment(2_000_000 // scale, 200_000 // scale)
+        inc = data.Increment(size[0] // scale, size[1] // scale)
         if engine_name == "spark":
             os.environ["SPARK_STATE_DIR"] = str(workdir / "spark_state")
             (workdir / "spark_state").mkdir()
@@ -506,12 +518,14 @@ def spark_main(engine_name: str, scale: int, out: Path | None, reps: int) -> int
                 "spark.ui.retainedJobs": "100000",
             }
             write_project(project_dir, engine_name, spark_conf=ui)
-            text = _spark_profile(engine_name, project_dir, inc, scale, reps)
+            text = _spark_profile(engine_name, project_dir, inc, scale, reps, only)
         else:
             with bench_cluster(ui=True, log=_log) as (cluster, ui_port):
                 os.environ[THRIFT_PORT_ENV] = str(cluster.thrift_port)
                 write_project(project_dir, engine_name)
-                text = _spark_profile(engine_name, project_dir, inc, scale, reps, cluster, ui_port)
+                text = _spark_profile(
+                    engine_name, project_dir, inc, scale, reps, only, cluster, ui_port
+                )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return _emit(text, out)
@@ -521,21 +535,27 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def _spark_profile(engine_name, project_dir, inc, scale, reps, cluster=None, ui_port=None) -> str:
+def _spark_profile(
+    engine_name, project_dir, inc, scale, reps, only=None, cluster=None, ui_port=None
+) -> str:
     dbt = DbtProject(project_dir, engine_name)
     dbt.deps()
     engine = open_engine(engine_name, project_dir / "unused.duckdb", project_dir, cluster, ui_port)
     jobs = SparkJobs(engine.ui_url())
     pristine = prepare(engine, inc)
     profiled = {}
-    for model in SPARK_MODELS:
+
+    def chosen(method: str) -> bool:
+        return not only or any(word in method for word in only)
+
+    for model in filter(chosen, SPARK_MODELS):
         _log(f"profiling {model}, {inc.label}")
         profiled[model] = spark_model(dbt, engine, jobs, pristine, model, reps)
     for effect, name in SPARK_SQL:
-        _log(f"profiling hand-written {effect} {name}, {inc.label}")
-        profiled[f"hand-written {effect}: {name}"] = spark_sql(
-            engine, jobs, pristine, effect, name, reps
-        )
+        method = f"hand-written {effect}: {name}"
+        if chosen(method):
+            _log(f"profiling {method}, {inc.label}")
+            profiled[method] = spark_sql(engine, jobs, pristine, effect, name, reps)
     return spark_markdown(engine_name, scale, reps, inc, profiled)
 
 
@@ -548,10 +568,27 @@ if __name__ == "__main__":
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", type=Path, help="also write profile.md here")
     parser.add_argument(
-        "--only", help="comma-separated words of the data labels to profile (e.g. snapshot,10k)"
+        "--only",
+        help="comma-separated words of the data labels (DuckDB, e.g. snapshot,10k) or of the "
+        "method names (Spark, e.g. upsert,dbt_merge) to profile",
     )
     parser.add_argument("--engine", choices=["duckdb", "spark", "spark_thrift"], default="duckdb")
+    parser.add_argument(
+        "--size",
+        default="2000000:200000",
+        help="Spark: TARGET:INCREMENT rows before --scale (default 2000000:200000)",
+    )
     args = parser.parse_args()
     only = args.only.split(",") if args.only else None
     scale = args.scale or (10 if args.quick else 1)
-    sys.exit(main(scale, args.out, args.reps, only=only, engine=args.engine))
+    target, increment = (int(n) for n in args.size.split(":"))
+    sys.exit(
+        main(
+            scale,
+            args.out,
+            args.reps,
+            only=only,
+            engine=args.engine,
+            spark_size=(target, increment),
+        )
+    )

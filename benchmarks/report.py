@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from .project import NOT_EXPRESSIBLE
+from .project import NOT_EXPRESSIBLE, family
 
 
 def _s(x: float | None) -> str:
@@ -205,22 +205,7 @@ def markdown(meta: dict, results: list[dict]) -> str:
                 f"| {r['strategy']} | {kind}: {r['method']} | {_s(r['median'])} | {spread} "
                 f"| {peak} | {ratio} | {same} | {note} |"
             )
-    scaling = scaling_series(results)
-    if scaling:
-        out += [
-            "",
-            "### Scaling of upsert on DuckDB (median seconds; peak RSS MB)",
-            "",
-            "| target rows | increment rows | ours | best hand-written SQL | dbt merge "
-            "| peak MB ours / SQL / dbt merge |",
-            "|---|---|---|---|---|---|",
-        ]
-        for (t, i), m in sorted(scaling.items()):
-            mb = " / ".join(_mb(m.get(f"{k}_result")) for k in ("ours", "sql", "dbt"))
-            out.append(
-                f"| {t:,} | {i:,} | {_s(m.get('ours'))} | {_s(m.get('sql'))} "
-                f"| {_s(m.get('dbt'))} | {mb} |"
-            )
+    out += scaling_tables(results)
     return "\n".join(out) + "\n"
 
 
@@ -263,14 +248,27 @@ def spark_side_by_side(results: list[dict]) -> list[str]:
     return out
 
 
-def scaling_series(results: list[dict]) -> dict[tuple[int, int], dict]:
-    """Upsert on DuckDB, plain increments only: (target, increment) -> median seconds per kind
-    (and the result measured, under '<kind>_result')."""
+#: The workloads whose upsert measurements make up an engine's scaling series: DuckDB's plain
+#: increments of every workload; on Spark the scaling workload alone (the increments workload
+#: measures its 2M/200k point again, in another step of the run).
+SCALING_WORKLOADS = {"duckdb": ("increments", "small", "scaling"), "spark": ("scaling",)}
+#: The methods of the scaling series: per kind, how the plot names it and its line style.
+SCALING_METHODS = {
+    "ours": ("merge (ours, upsert)", "o-"),
+    "sql": ("best hand-written SQL", "s--"),
+    "dbt": ("dbt built-in merge", "^:"),
+}
+
+
+def scaling_series(results: list[dict], engine: str) -> dict[tuple[int, int], dict]:
+    """Upsert on `engine`, plain increments only: (target, increment) -> median seconds per
+    kind (and the result measured, under '<kind>_result')."""
+    workloads = SCALING_WORKLOADS[family(engine)]
     points: dict[tuple[int, int], dict] = {}
     for r in results:
-        if r["engine"] != "duckdb" or r["strategy"] != "upsert" or not _med(r):
+        if r["engine"] != engine or r["strategy"] != "upsert" or not _med(r):
             continue
-        if r.get("workload", "increments") not in ("increments", "small", "scaling"):
+        if r.get("workload", "increments") not in workloads:
             continue
         if "unchanged" in r["label"] or "duplicate" in r["label"]:
             continue
@@ -282,47 +280,114 @@ def scaling_series(results: list[dict]) -> dict[tuple[int, int], dict]:
     return points if len(points) > 2 else {}
 
 
+def scaling_engines(results: list[dict]) -> dict[str, dict[tuple[int, int], dict]]:
+    """Each engine of the results that has a scaling series (in the order they ran): its series."""
+    series = {}
+    for engine in dict.fromkeys(r["engine"] for r in results):
+        points = scaling_series(results, engine)
+        if points:
+            series[engine] = points
+    return series
+
+
+def scaling_tables(results: list[dict]) -> list[str]:
+    """Per engine, the scaling series: seconds per method and ours over each other method."""
+    out = []
+    for engine, points in scaling_engines(results).items():
+        out += [
+            "",
+            f"### Scaling of upsert on {_engine(engine)} (median seconds; peak RSS MB)",
+            "",
+            "| target rows | increment rows | ours | best hand-written SQL | dbt merge "
+            "| ours / SQL | ours / dbt merge | peak MB ours / SQL / dbt merge |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for (t, i), m in sorted(points.items()):
+            mb = " / ".join(_mb(m.get(f"{k}_result")) for k in SCALING_METHODS)
+            out.append(
+                f"| {t:,} | {i:,} | {_s(m.get('ours'))} | {_s(m.get('sql'))} "
+                f"| {_s(m.get('dbt'))} | {_ratio(m.get('ours'), m.get('sql'))} "
+                f"| {_ratio(m.get('ours'), m.get('dbt'))} | {mb} |"
+            )
+    return out
+
+
+def _duckdb_panels(points: dict) -> list[tuple]:
+    """DuckDB: the target grows at a fixed increment, and the increment at a fixed target
+    (the points the workloads measured); each panel (title, x label, [(x, point)])."""
+    targets = sorted({t for t, _ in points})
+    increments = sorted({i for _, i in points})
+    fixed_inc = increments[1] if len(increments) > 1 else increments[0]
+    fixed_target = max(set(t for t, i in points if i != fixed_inc) or {targets[0]})
+    return [
+        (
+            f"target grows, increment {fixed_inc:,}",
+            "target rows",
+            [(t, points[t, fixed_inc]) for t in targets if (t, fixed_inc) in points],
+        ),
+        (
+            f"increment grows, target {fixed_target:,}",
+            "increment rows",
+            [(i, points[fixed_target, i]) for i in increments if (fixed_target, i) in points],
+        ),
+    ]
+
+
+def _target_panels(points: dict) -> list[tuple]:
+    """One panel per increment size, the target size on x (Spark's scaling workload)."""
+    return [
+        (
+            f"increment {inc:,}",
+            "target rows",
+            sorted((t, p) for (t, i), p in points.items() if i == inc),
+        )
+        for inc in sorted({i for _, i in points})
+    ]
+
+
 def plot_scaling(results: list[dict], path: Path) -> Path | None:
-    points = scaling_series(results)
-    if not points:
+    """One row of panels per engine with a scaling series, a line per method. DuckDB: log
+    axes over its spread of sizes; Spark: linear axes from zero, the same seconds scale in
+    every panel, so a cost proportional to the target is a line through the origin."""
+    series = scaling_engines(results)
+    if not series:
         return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import EngFormatter
 
-    targets = sorted({t for t, _ in points})
-    increments = sorted({i for _, i in points})
-    fixed_inc = sorted(increments)[1] if len(increments) > 1 else increments[0]
-    fixed_target = max(set(t for t, i in points if i != fixed_inc) or {targets[0]})
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2), dpi=80)
-    names = {
-        "ours": "merge (ours, upsert)",
-        "sql": "best hand-written SQL",
-        "dbt": "dbt built-in merge",
+    rows = {
+        engine: (_duckdb_panels if family(engine) == "duckdb" else _target_panels)(points)
+        for engine, points in series.items()
     }
-    for ax, xs, key, title in (
-        (axes[0], targets, lambda x: (x, fixed_inc), f"target grows, increment {fixed_inc:,}"),
-        (
-            axes[1],
-            increments,
-            lambda x: (fixed_target, x),
-            f"increment grows, target {fixed_target:,}",
-        ),
-    ):
-        for kind, style in (("ours", "o-"), ("sql", "s--"), ("dbt", "^:")):
-            pts = [
-                (x, points[key(x)][kind]) for x in xs if key(x) in points and kind in points[key(x)]
-            ]
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=names[kind])
-        ax.set_xscale("log")
-        ax.set_xlabel("rows")
-        ax.set_ylabel("seconds")
-        ax.set_title(title, fontsize=9)
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
-    fig.suptitle("DuckDB upsert: merge step time", fontsize=10)
+    ncols = max(len(panels) for panels in rows.values())
+    fig, axes = plt.subplots(
+        len(rows), ncols, figsize=(4 * ncols, 3.2 * len(rows)), dpi=80, squeeze=False
+    )
+    for row_axes, (engine, panels) in zip(axes, rows.items(), strict=True):
+        log = family(engine) == "duckdb"
+        top = max(p[k] for _, _, pts in panels for _, p in pts for k in SCALING_METHODS if k in p)
+        for ax, (title, xlabel, pts) in zip(row_axes, panels, strict=False):
+            for kind, (name, style) in SCALING_METHODS.items():
+                line = [(x, p[kind]) for x, p in pts if kind in p]
+                if line:
+                    ax.plot([x for x, _ in line], [y for _, y in line], style, label=name)
+            if log:
+                ax.set_xscale("log")
+            else:
+                ax.set_xlim(0, max(x for x, _ in pts) * 1.1)
+                ax.xaxis.set_major_formatter(EngFormatter(sep=""))
+                ax.set_ylim(0, top * 1.1)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel("seconds")
+            ax.set_title(f"{_engine(engine)}: {title}", fontsize=9)
+            ax.grid(alpha=0.3)
+        row_axes[0].legend(fontsize=7)
+        for ax in row_axes[len(panels) :]:
+            ax.set_visible(False)
+    fig.suptitle("Upsert: merge step time (median)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
