@@ -80,9 +80,9 @@
 
 {% macro spark__stage_select(relation, select_sql, materialize) %}
   {% do dbt_merge.create_work_relation(relation, select_sql, materialize) %}
-  {% set probe = 'explain select 1 from range(1) as dbt_merge_a join range(1) as dbt_merge_b on exists (select 1 from '
+  {% set probe = 'explain select 1 from range(1) join range(1) on exists (select 1 from '
                  ~ relation ~ ')' %}
-  {% set plan_text = dbt_merge.run_sql(probe, 'dbt_merge_stage').rows | map(attribute=0) | join('\n') %}
+  {% set plan_text = dbt_merge.run_sql(probe, 'dbt_merge_work_table').rows | map(attribute=0) | join('\n') %}
   {% if 'INVALID_NON_DETERMINISTIC' not in plan_text %}
     {{ return(none) }}
   {% endif %}
@@ -90,7 +90,7 @@
                                  type='table') %}
   {% do log('dbt_merge ' ~ model.name ~ ': the SELECT is non-deterministic; its rows are written once to '
       ~ copy ~ ' and merged from there.') %}
-  {% do dbt_merge.run_statement('create table ' ~ copy ~ ' using parquet as select * from ' ~ relation, 'dbt_merge_stage') %}
+  {% do dbt_merge.run_statement('create table ' ~ copy ~ ' using parquet as select * from ' ~ relation, 'dbt_merge_work_table') %}
   {% do dbt_merge.drop_work_relation(relation, materialize) %}
   {% do dbt_merge.create_work_relation(relation, 'select * from ' ~ copy, materialize) %}
   {{ return(copy) }}
