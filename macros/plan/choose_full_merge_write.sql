@@ -22,7 +22,9 @@
       rewrites all of it: the MERGE stays the write whose cost follows the slice.
   A partitioned table is always written by MERGE INTO, also with full_merge_write='overwrite': its
   overwrite would need static partition overwrite mode, a session setting, which on dbt-spark's
-  session method reaches every dbt thread's statements (set_session_conf, replace_target).
+  session method reaches every dbt thread's statements (set_session_conf, replace_target). So is
+  a merge that leaves the table empty: in dynamic mode an INSERT OVERWRITE of no rows replaces no
+  partition, and an unpartitioned Iceberg table keeps every row (seen, differential case cful0159).
 -#}
 {% macro choose_full_merge_write(plan, counts, storage) %}
   {{ return(adapter.dispatch('choose_full_merge_write', 'dbt_merge')(plan, counts, storage)) }}
@@ -43,6 +45,9 @@
   {% elif storage.partitioned %}
     {% set write, reason = 'merge', 'a partitioned table: its overwrite would need static partition '
         ~ 'overwrite mode, a session setting that other dbt threads sharing the session would run with' %}
+  {% elif counts.total == 0 %}
+    {% set write, reason = 'merge', 'the merge leaves the table empty: an INSERT OVERWRITE of no rows replaces '
+        ~ 'nothing in dynamic partition overwrite mode, the mode other dbt threads sharing the session may have set' %}
   {% elif plan.full_merge_write == 'overwrite' %}
     {% set write, reason = 'overwrite', 'as configured' %}
   {% elif plan.predicates %}

@@ -53,6 +53,11 @@
     changes of that commit are then no longer in the table. -#}
 {% macro _check_replaced_snapshot(relation, read) %}
   {% set written = dbt_merge._current_snapshot(relation) %}
+  {% if written == read %}
+    {{ dbt_merge.raise_merge_error("internal: the INSERT OVERWRITE of " ~ relation ~ " made no commit (the table "
+        ~ "is still snapshot " ~ read ~ "), so the merge was not written. Set full_merge_write='merge' and run "
+        ~ "this model again.") }}
+  {% endif %}
   {% set rows = dbt_merge.run_sql('select parent_id from ' ~ relation ~ '.snapshots where snapshot_id = '
                                   ~ written, 'dbt_merge_describe').rows %}
   {% set parent = rows[0][0] if rows else none %}

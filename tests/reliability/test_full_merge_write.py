@@ -95,6 +95,34 @@ def test_a_commit_the_run_did_not_see_fails_it(spark, tmp_path, write):
     assert sorted(tuple(r) for r in spark.sql(f"select * from {table}").collect()) == before
 
 
+@pytest.mark.parametrize("write", ["auto", "overwrite"])
+def test_a_merge_that_empties_the_table_empties_it(spark, tmp_path, write):
+    """Every key gone from the SELECT, in a session left in dynamic partition overwrite mode (as
+    a parquet merge on another dbt thread leaves it): an INSERT OVERWRITE of no rows would
+    replace nothing there and keep every row, so the write is a MERGE and the table ends empty
+    (stop 19's CI: case cful0159 failed on the check that caught the missing commit)."""
+    s = "fmw_empty"
+    table = f"{s}.e_{write}"
+    spark.sql(f"create database if not exists {s}")
+    spark.sql(f"create or replace table {table} using iceberg as "
+              "select id, 'old' as v from range(4)")
+    db = Db("spark", spark)
+    cfg = {"schema": s, "unique_key": "id", "strategy": "full_merge", "max_delete_fraction": 1,
+           "full_merge_write": write}
+    select = "select id, 'new' as v from range(4) where id < 0"
+    before = spark.conf.get("spark.sql.sources.partitionOverwriteMode")
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        run = dbt(db, project(db, tmp_path, f"empty_{write}", {f"e_{write}": (cfg, select)}),
+                  "run")
+    finally:
+        spark.conf.set("spark.sql.sources.partitionOverwriteMode", before)
+    assert message(run, f"e_{write}") == (
+        "MERGE full_merge: 0 inserted, 0 updated, 4 deleted, 0 unchanged, 0 total")
+    spark.sql(f"refresh table {table}")
+    assert spark.sql(f"select count(*) from {table}").collect()[0][0] == 0
+
+
 def test_writes_an_engine_or_table_cannot_make_are_refused(spark, tmp_path):
     """'merge' for a parquet table (no MERGE INTO) and 'overwrite' on DuckDB are refused before
     anything is written."""
