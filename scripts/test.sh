@@ -6,4 +6,4 @@ bash scripts/setup.sh
 # shellcheck disable=SC1091
 source scripts/env.sh
 ruff check adapter tests benchmarks scripts
-python -m pytest -q -p no:cacheprovider "$@"
+python -m pytest -q -p no:cacheprovider --durations=40 "$@"

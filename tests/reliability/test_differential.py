@@ -20,7 +20,7 @@ copy-on-write; the reference is the same for both. Their full_merge cases are wr
 each by MERGE INTO, by INSERT OVERWRITE (full_merge_write) and as full_merge_write='auto' picks.
 
 Volume: the hypothesis settings profile in DBT_MERGE_PROFILE picks it. `ci` (the default,
-`make test`): ~1,000 cases on DuckDB and ~100 on Spark, the same on every run.
+`make test`): ~1,000 cases on DuckDB and ~130 on Spark, the same on every run.
 `DBT_MERGE_PROFILE=long` (by hand): 5x as many, a new seed each run (printed in the report;
 DBT_MERGE_SEED=<seed> replays it). DBT_MERGE_ONLY=<ids or features> runs a slice, e.g.
 `DBT_MERGE_ONLY=same_name,ups0005`. Each engine's report (cases run, failures by the case
@@ -68,7 +68,7 @@ from .reference import STRATEGIES, canonical, row_token, update_columns
 
 PER_STRATEGY = {"upsert": 220, "insert": 150, "update": 170, "full_merge": 290, "deduplicate": 240}
 SCALE = {"ci": 1, "long": 5}[PROFILE]
-SPARK_CASES = 100 * SCALE
+SPARK_CASES = 80 * SCALE
 THRIFT_EVERY = 4  # of the Spark cases' units: a model over thrift costs seconds, not tenths
 SCHEMA = "rel_diff"
 #: Iceberg table properties of a merge-on-read target (see merge_on_read)
@@ -139,8 +139,8 @@ def condition_cases() -> tuple[Case, ...]:
 
 @cache
 def spark_condition_cases() -> tuple[Case, ...]:
-    """Every 4th condition case Spark can run."""
-    return tuple(c for c in condition_cases() if not c.duckdb_only)[::4]
+    """Every 8th condition case Spark can run (every 4th took ~600 s of CI's 90 minutes)."""
+    return tuple(c for c in condition_cases() if not c.duckdb_only)[::8]
 
 
 @cache
@@ -264,12 +264,9 @@ def check_model(engine, run, case: Case, mode: str, before: Table | None):
     shape = expected.after if expected else case.columns_after(mode, before, status == "success")
     after = read_table(engine, SCHEMA + case.schema_suffix, case.table, shape)
     try:
-        if case.nondet and status == "error" and SPARK_REFUSES_NONDET in message:
-            # Spark refuses a non-deterministic source in a MERGE INTO (as it does for dbt-spark's
-            # own merge): a loud failure that must leave the table as it was.
-            assert engine.dialect == "spark", message[:600]
-            assert_table(after, before, "a refused run changed the table", [])
-            return None, after
+        # Spark refuses a non-deterministic MERGE source (INVALID_NON_DETERMINISTIC_EXPRESSIONS);
+        # stage_select writes such a SELECT's rows once, so that refusal must never reach a run.
+        assert SPARK_REFUSES_NONDET not in message, message[:600]
         if case.nondet:
             check_invariants(case, mode, before, after, status, message, run)
         if expected:

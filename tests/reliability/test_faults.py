@@ -42,8 +42,7 @@ DUCKDB_KILL_POINTS = [
 SPARK_KILL_POINTS = [
     ("staging the SELECT (cache lazy table)", "cache lazy table", 0.0),
     ("writing the MERGE", "merge into", 0.5),
-    ("writing the MERGE, later", "merge into", 2.0),
-]
+]  # a third point, 2 s into the MERGE, was dropped to keep CI inside its 90 minutes
 
 
 def run_until_marker(
