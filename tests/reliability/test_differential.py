@@ -190,7 +190,7 @@ def run_group(engine, cases: list[Case], mode: str, threads: int, tmp: Path) -> 
     state = {c.id: c.initial() for c in cases}
     failures: list[Failure] = []
     for step, step_mode, selected in steps:
-        args = ["run", *MODES[step_mode], "--threads", str(threads)]
+        args = ["run", *MODES[step_mode], "--threads", str(threads), "--no-write-json"]
         if selected is not cases:
             args += ["--select", *[c.model for c in selected]]
         run = run_dbt(args, project, engine.name, PROFILES_DIR)
