@@ -27,7 +27,8 @@
    snapshot (_check_replaced_snapshot). #}
 {% macro spark__replace_target(plan, counts, storage) %}
   {% set read = dbt_merge._current_snapshot(plan.target) if storage.provider == 'iceberg' else none %}
-  {#- an unpartitioned table is overwritten whole in either partition overwrite mode -#}
+  {#- an unpartitioned table is overwritten whole in either partition overwrite mode, when at least
+      one row is written (choose_full_merge_write merges a table the merge leaves empty) -#}
   {% if storage.partitioned %}
     {{ dbt_merge.raise_merge_error("internal: a whole-table overwrite of the partitioned table " ~ plan.target
         ~ " (choose_full_merge_write writes a partitioned table by MERGE INTO).") }}

@@ -274,7 +274,8 @@ def runs(spark, tmp_path_factory):
     before = {name: _data_files(spark, f"{SCHEMA}.{name}") for name in MODELS
               if not name.startswith("ice_")}
     mode = "spark.sql.sources.partitionOverwriteMode"
-    spark.conf.set(mode, "dynamic")  # an unpartitioned overwrite replaces all in either mode
+    # an unpartitioned overwrite of at least one row replaces all in either mode
+    spark.conf.set(mode, "dynamic")
     try:
         second = run_dbt(["run"], project, "spark", PROFILES_DIR, vars={"phase": "increment"})
     finally:
