@@ -123,6 +123,35 @@ def test_a_merge_that_empties_the_table_empties_it(spark, tmp_path, write):
     assert spark.sql(f"select count(*) from {table}").collect()[0][0] == 0
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "hive"])
+def test_a_merge_that_empties_a_table_without_merge_empties_it(spark, tmp_path, fmt):
+    """The same on an unpartitioned parquet or Hive-format table, which has no MERGE INTO and is
+    always written by INSERT OVERWRITE (overwrite_partitions), in a session in dynamic partition
+    overwrite mode: the overwrite of no rows must still empty the table."""
+    s = "fmw_empty"
+    table = f"{s}.e_{fmt}"
+    spark.sql(f"create database if not exists {s}")
+    spark.sql(f"drop table if exists {table}")
+    using = "using parquet" if fmt == "parquet" else "stored as parquet"
+    spark.sql(f"create table {table} {using} as select id, 'old' as v from range(4)")
+    db = Db("spark", spark)
+    cfg = {"schema": s, "unique_key": "id", "strategy": "full_merge", "max_delete_fraction": 1,
+           "file_format": fmt}
+    if fmt == "hive":
+        cfg["options"] = {"fileFormat": "parquet"}
+    select = "select id, 'new' as v from range(4) where id < 0"
+    before = spark.conf.get("spark.sql.sources.partitionOverwriteMode")
+    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
+    try:
+        run = dbt(db, project(db, tmp_path, f"empty_{fmt}", {f"e_{fmt}": (cfg, select)}), "run")
+    finally:
+        spark.conf.set("spark.sql.sources.partitionOverwriteMode", before)
+    assert message(run, f"e_{fmt}") == (
+        "MERGE full_merge: 0 inserted, 0 updated, 4 deleted, 0 unchanged, 0 total")
+    spark.sql(f"refresh table {table}")
+    assert spark.sql(f"select count(*) from {table}").collect()[0][0] == 0
+
+
 def test_writes_an_engine_or_table_cannot_make_are_refused(spark, tmp_path):
     """'merge' for a parquet table (no MERGE INTO) and 'overwrite' on DuckDB are refused before
     anything is written."""
