@@ -329,6 +329,7 @@ class Case:
     mode: str = "run"  # MODES: flags of the first invocation
     threads: int = 1
     same_name: bool = False  # shares its table name with another case, in another schema
+    dry_run: bool = False  # config(dry_run=true): every check and count, nothing written
     schema_suffix: str = ""  # set by generate_cases: "" or "_twin"
     table: str = ""  # the table's name (the model is m_<id>)
     shape: int = 0  # the seed of the choices that made the case
@@ -386,6 +387,8 @@ class Case:
         if self.opts.delete_condition is not None:
             c, v = self.opts.delete_condition
             cfg["delete_condition"] = f"DBT_INTERNAL_SOURCE.{quote(c)} = {v}"
+        if self.dry_run:
+            cfg["dry_run"] = True
         return cfg
 
     def select(self, relation: str, quote, random_sql: str) -> str:
@@ -450,6 +453,8 @@ class Case:
             return Outcome(error=e, after=before)
         if contract_broken:
             return Outcome(error=MergeError("contract"), after=before)
+        if self.dry_run:  # the statistics of the merge it would make, the table as it was
+            return Outcome(stats=stats, after=before)
         return Outcome(stats=stats, after=after)
 
     def columns_after(self, mode: str, before: Table | None, ok: bool) -> Table | None:
@@ -507,6 +512,8 @@ class Case:
             f.add(f"nondet:{self.nondet}")
         if self.same_name:
             f.add("same_name")
+        if self.dry_run:
+            f.add("dry_run")
         return f
 
 
@@ -836,6 +843,16 @@ def with_conditions(case: Case) -> Case | None:
         values = [r[column] for r in case.source if r[column] is not None] or [0]
         opts.delete_condition = (column, rnd.choice(values))
     return dataclasses.replace(case, id="c" + case.id, table="c" + case.table, opts=opts)
+
+
+def with_dry_run(case: Case) -> Case | None:
+    """A copy of `case` with config(dry_run=true), or None for a random() SELECT (a dry run's
+    statistics could not be told from the table). Every check must fail as in a real run; a
+    run that passes them reports the exact statistics of the merge it would make (of the build,
+    for a first build or --full-refresh) and must leave the table, or its absence, as it was."""
+    if case.nondet:
+        return None
+    return dataclasses.replace(case, id="d" + case.id, table="d" + case.table, dry_run=True)
 
 
 @contextmanager

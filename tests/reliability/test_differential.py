@@ -54,6 +54,7 @@ from .cases import (
     generate_cases,
     scan_internal_names,
     with_conditions,
+    with_dry_run,
 )
 from .harness import (
     PROFILES_DIR,
@@ -141,6 +142,18 @@ def condition_cases() -> tuple[Case, ...]:
 def spark_condition_cases() -> tuple[Case, ...]:
     """Every 8th condition case Spark can run (every 4th took ~600 s of CI's 90 minutes)."""
     return tuple(c for c in condition_cases() if not c.duckdb_only)[::8]
+
+
+@cache
+def dry_run_cases() -> tuple[Case, ...]:
+    """config(dry_run=true) on copies of every 8th case (see with_dry_run): a suite of its own."""
+    return tuple(c for c in map(with_dry_run, all_cases()[::8]) if c is not None)
+
+
+@cache
+def spark_dry_run_cases() -> tuple[Case, ...]:
+    """Every 6th dry-run case Spark can run."""
+    return tuple(c for c in dry_run_cases() if not c.duckdb_only)[::6]
 
 
 @cache
@@ -303,6 +316,8 @@ def check_expected(case, expected: Outcome, before, after, status, message, run)
         assert_table(after, before, "--empty changed the table", mask)
     else:
         assert status == "success", f"expected success, got {status}: {message[:600]}"
+        if case.dry_run:
+            assert message.startswith("DRY RUN (nothing written) MERGE "), message[:300]
         got = run.stats(case.model)
         assert got == expected.stats.as_dict(), f"stats {got} != reference {expected.stats}"
         held = re.search(r"(\d+) held back", message)
@@ -569,6 +584,35 @@ def test_spark_conditions_match_reference(spark, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("rel")
     failures = run_engine(SparkEngine(spark), only(spark_condition_cases()), tmp)
     finish("spark_conditions", only(spark_condition_cases()), failures, tmp, dialect="spark")
+
+
+def test_duckdb_dry_runs_match_reference(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("rel")
+    with DuckEngine() as engine:
+        failures = run_engine(engine, only(dry_run_cases()), tmp)
+    finish("duckdb_dry_run", only(dry_run_cases()), failures, tmp, dialect="duckdb")
+
+
+@pytest.mark.spark
+def test_spark_dry_runs_match_reference(spark, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("rel")
+    failures = run_engine(SparkEngine(spark), only(spark_dry_run_cases()), tmp)
+    finish("spark_dry_run", only(spark_dry_run_cases()), failures, tmp, dialect="spark")
+
+
+def test_dry_run_case_mix():
+    """The dry-run cases meet the outcomes that matter: checks that fail, merges that would
+    change rows, first builds and --full-refresh."""
+    cases = dry_run_cases()
+    kinds = Counter(expected_kind(c, "duckdb") for c in cases)
+    assert kinds["ok"] >= 40 * SCALE and sum(kinds.values()) - kinds["ok"] >= 20 * SCALE, kinds
+    features = Counter(f for c in cases for f in c.features())
+    assert features["target:missing"] >= 5 * SCALE, features
+    assert features["mode:full_refresh"] + features["mode:empty_full_refresh"] >= 5 * SCALE
+    changing = sum(1 for c in cases if (o := c.outcome(c.mode, c.initial(), "duckdb")) and o.stats
+                   and o.stats.inserted + o.stats.updated + o.stats.deleted)
+    assert changing >= 30 * SCALE, changing
+    assert len(spark_dry_run_cases()) >= 10
 
 
 def test_condition_case_mix():
