@@ -389,6 +389,8 @@ class Case:
             cfg["delete_condition"] = f"DBT_INTERNAL_SOURCE.{quote(c)} = {v}"
         if self.dry_run:
             cfg["dry_run"] = True
+        if self.opts.soft_delete is not None:
+            cfg["soft_delete_column"] = self.opts.soft_delete
         return cfg
 
     def select(self, relation: str, quote, random_sql: str) -> str:
@@ -514,6 +516,10 @@ class Case:
             f.add("same_name")
         if self.dry_run:
             f.add("dry_run")
+        if self.opts.soft_delete is not None:
+            f.add("soft_delete")
+            if self.target and any(r[self.opts.soft_delete] is True for r in self.target):
+                f.add("soft_delete:deleted_rows")
         return f
 
 
@@ -787,7 +793,12 @@ def equivalent(value, src: str, tgt: str):
         candidates = [math.nextafter(value, math.inf), math.nextafter(value, -math.inf)]
     elif isinstance(value, Decimal):
         step = Decimal(1).scaleb(value.as_tuple().exponent)
-        candidates = [in_type(value + step, src), in_type(value - step, src)]
+        candidates = []
+        for v in (value + step, value - step):
+            try:  # a value at the edge of its type has a neighbour on one side only
+                candidates.append(in_type(v, src))
+            except ConversionError:
+                pass
     elif isinstance(value, dt.datetime):
         candidates = [value.replace(hour=(value.hour + 7) % 24)]
     elif isinstance(value, str) and tgt == "uuid":
@@ -853,6 +864,43 @@ def with_dry_run(case: Case) -> Case | None:
     if case.nondet:
         return None
     return dataclasses.replace(case, id="d" + case.id, table="d" + case.table, dry_run=True)
+
+
+#: Names of the soft-delete column of with_soft_delete: plain, internal, reserved and odd ones.
+SOFT_DELETE_NAMES = ["is_deleted", "Deleted", "dbt_merge_soft_delete", "DBT_MERGE_ACTION", "select",
+                     "it's", "two  spaces", "Mixed Case"]
+
+
+def with_soft_delete(case: Case) -> Case | None:
+    """A copy of `case` with soft_delete_column: a boolean column added to the SELECT (mostly
+    false, some NULL or true) and to the table (a third of its rows soft-deleted already); for
+    half of the full_merge ones, a third of the SELECT's rows dropped and, unless set,
+    max_delete_fraction=1. None for a case that cannot take it: not full_merge and no
+    delete_condition, no table yet, a random() SELECT, or no free name."""
+    if (case.target is None or case.nondet
+            or not (case.strategy == "full_merge" or case.opts.delete_condition)):
+        return None
+    rnd = random.Random(f"soft:{case.id}:{case.shape}")
+    taken = {n.lower() for n in case.names}
+    free = [n for n in SOFT_DELETE_NAMES if n.lower() not in taken]
+    if not free:
+        return None
+    name = rnd.choice(free)
+
+    def value(weights: tuple[int, int, int]):
+        return rnd.choices([False, None, True], weights)[0]
+
+    source = [{**r, name: value((75, 10, 15))} for r in case.source]
+    target = [{**r, name: value((55, 10, 35))} for r in case.target]
+    opts = dataclasses.replace(case.opts, soft_delete=name)
+    if case.strategy == "full_merge" and rnd.random() < 0.5:
+        # more keys gone from the SELECT, and the guard often lifted: more rows to soft-delete
+        source = [r for r in source if rnd.random() > 0.35]
+        if opts.max_delete_fraction is None:
+            opts.max_delete_fraction = 1
+    return dataclasses.replace(case, id="s" + case.id, table="s" + case.table, opts=opts,
+                               columns=[*case.columns, Column(name, "bool", "bool")],
+                               source=source, target=target)
 
 
 @contextmanager

@@ -20,6 +20,11 @@ are those of issue 10 (the lead's SEMANTICS_10.md, section numbers below):
 - §2 full_merge refuses to delete more than max_delete_fraction (default 0.5) of the considered
   target rows.
 
+Soft deletes (README, "Soft deletes"): a delete sets soft_delete_column true and keeps the row (a
+row already soft-deleted is neither deleted again nor counted; one matched by a deleting SELECT
+row counts as unchanged); the column is always updated and compared, so a matched soft-deleted
+row comes back live (updated); the mass-delete guard counts live rows only.
+
 "Considered" target rows have no NULL key and satisfy incremental_predicates; the others are
 kept as they are by every strategy and never counted. Bad input raises MergeError before
 anything is "written". Its `kinds` are every error the input deserves at the first check stage
@@ -98,6 +103,13 @@ class Options:
     update_condition: str | None = None
     # delete_condition `DBT_INTERNAL_SOURCE.<c> = <v>`: (c, v)
     delete_condition: tuple[str, int] | None = None
+    # soft_delete_column: a boolean column of the SELECT and the table (full_merge, or with
+    # delete_condition): a delete sets it true instead of removing the row
+    soft_delete: str | None = None
+
+    def live(self, target_row: Row) -> bool:
+        """Not soft-deleted (NULL counts as live); every row without soft deletes."""
+        return self.soft_delete is None or target_row[self.soft_delete] is not True
 
     def updates(self, source_row: Row, target_row: Row) -> bool:
         """merge_update_condition on a matched, changed row (NULL compares false)."""
@@ -296,6 +308,9 @@ def merge(
     # a matched row is changed when one of these differs (merge_check_columns: any non-key
     # column, updated or not), or always (detect_unchanged=false); never without update columns
     check = upd if opts.check_columns is None else list(opts.check_columns)
+    if opts.soft_delete and matched_action == "update":  # always updated and compared
+        upd = upd + [opts.soft_delete] * (opts.soft_delete not in upd)
+        check = check + [opts.soft_delete] * (opts.soft_delete not in check)
     considered: dict[tuple, list[int]] = {}
     outside: set[tuple] = set()
     for i, t in enumerate(target):
@@ -315,11 +330,12 @@ def merge(
             if opts.on_key_outside != "insert":
                 kinds.append("key_outside_predicates")
     if target_only == "delete":
-        n_considered = sum(len(v) for v in considered.values())
-        doomed = sum(len(v) for kt, v in considered.items() if kt not in source_keys)
+        n_considered = sum(opts.live(target[i]) for v in considered.values() for i in v)
+        doomed = sum(opts.live(target[i]) for kt, v in considered.items() if kt not in source_keys
+                     for i in v)
         # rows delete_condition deletes count against max_delete_fraction too
-        doomed += sum(1 for r in rows if opts.deletes(r) and considered.get(
-            row_token(r, key, stored)))
+        doomed += sum(1 for r in rows if opts.deletes(r) and (
+            hits := considered.get(row_token(r, key, stored))) and opts.live(target[hits[0]]))
         limit = opts.max_delete_fraction
         limit = DEFAULT_MAX_DELETE_FRACTION if limit is None else limit
         if doomed > 0 and doomed > limit * n_considered:
@@ -332,7 +348,12 @@ def merge(
     for r in rows:
         hits = considered.get(row_token(r, key, stored), [])
         if opts.deletes(r):  # deletes the row of its key, if any; never inserted
-            if hits:
+            if hits and not opts.live(out[hits[0]]):
+                stats.unchanged += 1  # soft-deleted already
+            elif hits and opts.soft_delete:
+                out[hits[0]][opts.soft_delete] = True
+                stats.deleted += 1
+            elif hits:
                 out[hits[0]] = None
                 stats.deleted += 1
             continue
@@ -357,7 +378,12 @@ def merge(
         for kt, hits in considered.items():
             if kt not in source_keys:
                 for i in hits:
-                    out[i] = None
+                    if not opts.live(out[i]):
+                        continue  # soft-deleted already: not deleted again, not counted
+                    if opts.soft_delete:
+                        out[i][opts.soft_delete] = True
+                    else:
+                        out[i] = None
                     stats.deleted += 1
     result = [r for r in out if r is not None] + inserts
     stats.total = len(result)

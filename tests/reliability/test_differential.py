@@ -55,6 +55,7 @@ from .cases import (
     scan_internal_names,
     with_conditions,
     with_dry_run,
+    with_soft_delete,
 )
 from .harness import (
     PROFILES_DIR,
@@ -154,6 +155,21 @@ def dry_run_cases() -> tuple[Case, ...]:
 def spark_dry_run_cases() -> tuple[Case, ...]:
     """Every 6th dry-run case Spark can run."""
     return tuple(c for c in dry_run_cases() if not c.duckdb_only)[::6]
+
+
+@cache
+def soft_delete_cases() -> tuple[Case, ...]:
+    """soft_delete_column on copies of every 3rd full_merge case and every 3rd condition case
+    with delete_condition (see with_soft_delete): a suite of its own."""
+    full = [c for c in all_cases() if c.strategy == "full_merge"][::3]
+    conditional = [c for c in condition_cases() if c.opts.delete_condition][::3]
+    return tuple(c for c in map(with_soft_delete, full + conditional) if c is not None)
+
+
+@cache
+def spark_soft_delete_cases() -> tuple[Case, ...]:
+    """Every 6th soft-delete case Spark can run."""
+    return tuple(c for c in soft_delete_cases() if not c.duckdb_only)[::6]
 
 
 @cache
@@ -598,6 +614,32 @@ def test_spark_dry_runs_match_reference(spark, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("rel")
     failures = run_engine(SparkEngine(spark), only(spark_dry_run_cases()), tmp)
     finish("spark_dry_run", only(spark_dry_run_cases()), failures, tmp, dialect="spark")
+
+
+def test_duckdb_soft_deletes_match_reference(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("rel")
+    with DuckEngine() as engine:
+        failures = run_engine(engine, only(soft_delete_cases()), tmp)
+    finish("duckdb_soft_delete", only(soft_delete_cases()), failures, tmp, dialect="duckdb")
+
+
+@pytest.mark.spark
+def test_spark_soft_deletes_match_reference(spark, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("rel")
+    failures = run_engine(SparkEngine(spark), only(spark_soft_delete_cases()), tmp)
+    finish("spark_soft_delete", only(spark_soft_delete_cases()), failures, tmp, dialect="spark")
+
+
+def test_soft_delete_case_mix():
+    """The soft-delete cases delete, revive and skip rows already deleted, on both routes."""
+    cases = soft_delete_cases()
+    features = Counter(f for c in cases for f in c.features())
+    assert features["strategy:full_merge"] >= 30 * SCALE, features
+    assert features["condition:delete"] >= 20 * SCALE, features
+    assert features["soft_delete:deleted_rows"] >= 40 * SCALE, features
+    outcomes = [o for c in cases if (o := c.outcome(c.mode, c.initial(), "duckdb")) and o.stats]
+    assert sum(1 for o in outcomes if o.stats.deleted) >= 15 * SCALE, len(outcomes)
+    assert len(spark_soft_delete_cases()) >= 10
 
 
 def test_dry_run_case_mix():
