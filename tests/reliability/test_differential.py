@@ -588,46 +588,44 @@ def test_thrift_matches_reference(thrift, tmp_path_factory):
     finish("spark_thrift", only(thrift_cases()), failures, tmp, dialect="spark")
 
 
-def test_duckdb_conditions_match_reference(tmp_path_factory):
+def run_suite(name: str, engine, cases, tmp_path_factory) -> None:
+    """Run a suite of cases (as DBT_MERGE_ONLY narrows it) on `engine`; fail with its report."""
     tmp = tmp_path_factory.mktemp("rel")
+    cases = only(cases)
+    failures = run_engine(engine, cases, tmp)
+    finish(f"{engine.name}_{name}", cases, failures, tmp, dialect=engine.dialect)
+
+
+def run_duckdb_suite(name: str, cases, tmp_path_factory) -> None:
     with DuckEngine() as engine:
-        failures = run_engine(engine, only(condition_cases()), tmp)
-    finish("duckdb_conditions", only(condition_cases()), failures, tmp, dialect="duckdb")
+        run_suite(name, engine, cases, tmp_path_factory)
+
+
+def test_duckdb_conditions_match_reference(tmp_path_factory):
+    run_duckdb_suite("conditions", condition_cases(), tmp_path_factory)
 
 
 @pytest.mark.spark
 def test_spark_conditions_match_reference(spark, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("rel")
-    failures = run_engine(SparkEngine(spark), only(spark_condition_cases()), tmp)
-    finish("spark_conditions", only(spark_condition_cases()), failures, tmp, dialect="spark")
+    run_suite("conditions", SparkEngine(spark), spark_condition_cases(), tmp_path_factory)
 
 
 def test_duckdb_dry_runs_match_reference(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("rel")
-    with DuckEngine() as engine:
-        failures = run_engine(engine, only(dry_run_cases()), tmp)
-    finish("duckdb_dry_run", only(dry_run_cases()), failures, tmp, dialect="duckdb")
+    run_duckdb_suite("dry_run", dry_run_cases(), tmp_path_factory)
 
 
 @pytest.mark.spark
 def test_spark_dry_runs_match_reference(spark, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("rel")
-    failures = run_engine(SparkEngine(spark), only(spark_dry_run_cases()), tmp)
-    finish("spark_dry_run", only(spark_dry_run_cases()), failures, tmp, dialect="spark")
+    run_suite("dry_run", SparkEngine(spark), spark_dry_run_cases(), tmp_path_factory)
 
 
 def test_duckdb_soft_deletes_match_reference(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("rel")
-    with DuckEngine() as engine:
-        failures = run_engine(engine, only(soft_delete_cases()), tmp)
-    finish("duckdb_soft_delete", only(soft_delete_cases()), failures, tmp, dialect="duckdb")
+    run_duckdb_suite("soft_delete", soft_delete_cases(), tmp_path_factory)
 
 
 @pytest.mark.spark
 def test_spark_soft_deletes_match_reference(spark, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("rel")
-    failures = run_engine(SparkEngine(spark), only(spark_soft_delete_cases()), tmp)
-    finish("spark_soft_delete", only(spark_soft_delete_cases()), failures, tmp, dialect="spark")
+    run_suite("soft_delete", SparkEngine(spark), spark_soft_delete_cases(), tmp_path_factory)
 
 
 def test_soft_delete_case_mix():

@@ -5,6 +5,8 @@ another writer's commit that the run did not see, and the configurations refused
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 
 from .scenario import Db, dbt, message, project, rows_sql
@@ -95,6 +97,19 @@ def test_a_commit_the_run_did_not_see_fails_it(spark, tmp_path, write):
     assert sorted(tuple(r) for r in spark.sql(f"select * from {table}").collect()) == before
 
 
+@contextmanager
+def dynamic_overwrite(spark):
+    """The session in dynamic partition overwrite mode (as a parquet merge on another dbt thread
+    leaves it), then as it was."""
+    mode = "spark.sql.sources.partitionOverwriteMode"
+    before = spark.conf.get(mode)
+    spark.conf.set(mode, "dynamic")
+    try:
+        yield
+    finally:
+        spark.conf.set(mode, before)
+
+
 @pytest.mark.parametrize("write", ["auto", "overwrite"])
 def test_a_merge_that_empties_the_table_empties_it(spark, tmp_path, write):
     """Every key gone from the SELECT, in a session left in dynamic partition overwrite mode (as
@@ -110,13 +125,9 @@ def test_a_merge_that_empties_the_table_empties_it(spark, tmp_path, write):
     cfg = {"schema": s, "unique_key": "id", "strategy": "full_merge", "max_delete_fraction": 1,
            "full_merge_write": write}
     select = "select id, 'new' as v from range(4) where id < 0"
-    before = spark.conf.get("spark.sql.sources.partitionOverwriteMode")
-    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
-    try:
+    with dynamic_overwrite(spark):
         run = dbt(db, project(db, tmp_path, f"empty_{write}", {f"e_{write}": (cfg, select)}),
                   "run")
-    finally:
-        spark.conf.set("spark.sql.sources.partitionOverwriteMode", before)
     assert message(run, f"e_{write}") == (
         "MERGE full_merge: 0 inserted, 0 updated, 4 deleted, 0 unchanged, 0 total")
     spark.sql(f"refresh table {table}")
@@ -140,12 +151,8 @@ def test_a_merge_that_empties_a_table_without_merge_empties_it(spark, tmp_path, 
     if fmt == "hive":
         cfg["options"] = {"fileFormat": "parquet"}
     select = "select id, 'new' as v from range(4) where id < 0"
-    before = spark.conf.get("spark.sql.sources.partitionOverwriteMode")
-    spark.conf.set("spark.sql.sources.partitionOverwriteMode", "dynamic")
-    try:
+    with dynamic_overwrite(spark):
         run = dbt(db, project(db, tmp_path, f"empty_{fmt}", {f"e_{fmt}": (cfg, select)}), "run")
-    finally:
-        spark.conf.set("spark.sql.sources.partitionOverwriteMode", before)
     assert message(run, f"e_{fmt}") == (
         "MERGE full_merge: 0 inserted, 0 updated, 4 deleted, 0 unchanged, 0 total")
     spark.sql(f"refresh table {table}")
