@@ -37,7 +37,7 @@
     {% endif %}
   {% endif %}
   {% set row = dbt_merge.run_sql(
-      "select " ~ dbt_merge._action_sums(plan, ['U', 'N', 'H', 'C']) ~ ",
+      "select " ~ dbt_merge._action_sums(plan, ['U', 'N', 'H', 'C', 'K']) ~ ",
          count(distinct case when " ~ action ~ " is not null then " ~ dbt_merge._key_value(plan) ~ " end) as matched_keys,
          (select count(*) from " ~ (plan.deduped or plan.stage) ~ " as " ~ src
             ~ (" where not " ~ dbt_merge._delete_flag(plan) if plan.delete_condition else "") ~ ") as source_rows,

@@ -138,7 +138,7 @@
     delete_condition marks, unless keep_deleted (for a MERGE, whose conditions then see every
     column of the SELECT). `only`:
       none         every source row
-      'changed'    all but the matched ones left as they are ('N', 'H')
+      'changed'    all but the matched ones left as they are ('N', 'H', 'K')
       'updated'    only the 'U' ones
       'written'    only the 'I' and 'U' ones (changes of every source row, DuckDB) -#}
 {% macro _source_rows_sql(plan, only=none, keep_deleted=false) %}
@@ -161,7 +161,7 @@
   {%- elif only == 'written' -%}
     {%- do filters.append(dbt_merge._in_changes(plan, ['I', 'U'], src)) -%}
   {%- elif only == 'changed' -%}
-    {%- do filters.append('not ' ~ dbt_merge._in_changes(plan, ['N', 'H'], src)) -%}
+    {%- do filters.append('not ' ~ dbt_merge._in_changes(plan, ['N', 'H', 'K'], src)) -%}
   {%- endif -%}
   {{ return('select ' ~ select_list | join(', ') ~ ' from ' ~ (plan.deduped or plan.stage) ~ ' as ' ~ src
             ~ (' where ' ~ filters | join(' and ') if filters else '')) }}

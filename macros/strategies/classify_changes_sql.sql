@@ -2,7 +2,8 @@
   The merge plan as rows: every source row (and, for full_merge, every target row missing from
   the source) with the row image to write and its action:
     'I' insert, 'U' update, 'D' delete (a target row the source lacks), 'C' delete by
-    delete_condition, 'N' matched and left as it is, 'H' matched, changed, but held back by
+    delete_condition, 'N' matched and left as it is, 'K' (soft deletes) matched by a row
+    delete_condition deletes, but soft-deleted already: left as it is (counted unchanged), 'H' matched, changed, but held back by
     merge_update_condition, 'X' nothing (a source row with delete_condition true whose key the
     target lacks, or with soft deletes a target row already soft-deleted).
   Engines write from this one relation, and the statistics are counted from it.
@@ -86,12 +87,12 @@
     on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
 {% endmacro %}
 
-{#- The action of a matched (source row, target row) pair: 'C', 'U', 'H' or 'N' (see above). -#}
+{#- The action of a matched (source row, target row) pair: 'C', 'K', 'U', 'H' or 'N' (see above). -#}
 {% macro _matched_action_sql(plan) %}
   {%- set parts = ['case'] -%}
   {%- if plan.delete_condition -%}
     {%- do parts.append('when ' ~ dbt_merge._delete_flag(plan) ~ ' then '
-          ~ ("case when " ~ dbt_merge._live(plan) ~ " then 'C' else 'N' end" if plan.soft_delete else "'C'")) -%}
+          ~ ("case when " ~ dbt_merge._live(plan) ~ " then 'C' else 'K' end" if plan.soft_delete else "'C'")) -%}
   {%- endif -%}
   {%- if plan.update_columns -%}
     {%- do parts.append('when ' ~ dbt_merge._row_changed_condition(plan) ~ ' then '
