@@ -46,7 +46,16 @@ from pathlib import Path
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from .coltypes import DUCKDB_ONLY, ConversionError, convert, decimal_of, float32, fold, quantize
+from .coltypes import (
+    DUCKDB_ONLY,
+    INT_RANGES,
+    ConversionError,
+    convert,
+    decimal_of,
+    float32,
+    fold,
+    quantize,
+)
 from .reference import (
     STAGES,
     MergeError,
@@ -805,8 +814,9 @@ def equivalent(value, src: str, tgt: str):
         candidates = [value.upper(), value.lower(), value.replace("-", "")]
     elif isinstance(value, str):
         candidates = [value.swapcase()]
-    elif isinstance(value, int):
-        candidates = [value + 1, value - 1]
+    elif isinstance(value, int):  # within the SELECT's type (2**63 - 1 has no upper neighbour)
+        lo, hi = INT_RANGES.get(src, (-math.inf, math.inf))
+        candidates = [v for v in (value + 1, value - 1) if lo <= v <= hi]
     else:
         candidates = []
     for v in candidates:
