@@ -13,7 +13,7 @@ many of them. Each project is run three times:
 A SELECT using random() cannot be predicted row by row: for those the statistics must agree
 with a diff of the table before and after, no key may repeat, and no key of the SELECT be lost.
 The Spark cases are a subset of the DuckDB ones (those without DuckDB-only types), and every
-4th of them also runs over thrift (a Thrift server in front of a standalone cluster). About half
+8th of them also runs over thrift (a Thrift server in front of a standalone cluster). About half
 of the Spark cases' targets are merge-on-read Iceberg tables (merge_on_read: created with the
 table properties, which the model's tblproperties also give the tables dbt builds), the others
 copy-on-write; the reference is the same for both. Their full_merge cases are written a third
@@ -71,7 +71,7 @@ from .reference import STRATEGIES, canonical, row_token, update_columns
 PER_STRATEGY = {"upsert": 220, "insert": 150, "update": 170, "full_merge": 290, "deduplicate": 240}
 SCALE = {"ci": 1, "long": 5}[PROFILE]
 SPARK_CASES = 80 * SCALE
-THRIFT_EVERY = 4  # of the Spark cases' units: a model over thrift costs seconds, not tenths
+THRIFT_EVERY = 8  # of the Spark cases' units: a model over thrift costs seconds, not tenths
 SCHEMA = "rel_diff"
 #: Iceberg table properties of a merge-on-read target (see merge_on_read)
 MERGE_ON_READ = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
@@ -168,8 +168,8 @@ def soft_delete_cases() -> tuple[Case, ...]:
 
 @cache
 def spark_soft_delete_cases() -> tuple[Case, ...]:
-    """Every 6th soft-delete case Spark can run."""
-    return tuple(c for c in soft_delete_cases() if not c.duckdb_only)[::6]
+    """Every 12th soft-delete case Spark can run (every 6th in the long profile)."""
+    return tuple(c for c in soft_delete_cases() if not c.duckdb_only)[::12 // SCALE or 1]
 
 
 @cache
@@ -615,6 +615,9 @@ def test_duckdb_dry_runs_match_reference(tmp_path_factory):
 
 
 @pytest.mark.spark
+@pytest.mark.skipif(PROFILE == "ci", reason=(
+    "long profile only, for CI's 90 minutes: DuckDB runs the dry-run suite in every profile, and "
+    "whether a run writes is decided in the materialization, the same on every engine"))
 def test_spark_dry_runs_match_reference(spark, tmp_path_factory):
     run_suite("dry_run", SparkEngine(spark), spark_dry_run_cases(), tmp_path_factory)
 
