@@ -141,14 +141,15 @@ def condition_cases() -> tuple[Case, ...]:
 
 @cache
 def spark_condition_cases() -> tuple[Case, ...]:
-    """Every 8th condition case Spark can run (every 4th took ~600 s of CI's 90 minutes)."""
-    return tuple(c for c in condition_cases() if not c.duckdb_only)[::8]
+    """Every 16th condition case Spark can run (every 4th took ~600 s of CI's 90 minutes, every
+    8th 250 s; 8th in the long profile)."""
+    return tuple(c for c in condition_cases() if not c.duckdb_only)[::16 // SCALE or 1]
 
 
 @cache
 def dry_run_cases() -> tuple[Case, ...]:
-    """config(dry_run=true) on copies of every 8th case (see with_dry_run): a suite of its own."""
-    return tuple(c for c in map(with_dry_run, all_cases()[::8]) if c is not None)
+    """config(dry_run=true) on copies of every 16th case (see with_dry_run): a suite of its own."""
+    return tuple(c for c in map(with_dry_run, all_cases()[::16]) if c is not None)
 
 
 @cache
@@ -640,7 +641,7 @@ def test_soft_delete_case_mix():
     assert features["soft_delete:deleted_rows"] >= 40 * SCALE, features
     outcomes = [o for c in cases if (o := c.outcome(c.mode, c.initial(), "duckdb")) and o.stats]
     assert sum(1 for o in outcomes if o.stats.deleted) >= 15 * SCALE, len(outcomes)
-    assert len(spark_soft_delete_cases()) >= 10
+    assert len(spark_soft_delete_cases()) >= 8
 
 
 def test_dry_run_case_mix():
@@ -648,14 +649,14 @@ def test_dry_run_case_mix():
     change rows, first builds and --full-refresh."""
     cases = dry_run_cases()
     kinds = Counter(expected_kind(c, "duckdb") for c in cases)
-    assert kinds["ok"] >= 40 * SCALE and sum(kinds.values()) - kinds["ok"] >= 20 * SCALE, kinds
+    assert kinds["ok"] >= 25 * SCALE and sum(kinds.values()) - kinds["ok"] >= 15 * SCALE, kinds
     features = Counter(f for c in cases for f in c.features())
-    assert features["target:missing"] >= 5 * SCALE, features
-    assert features["mode:full_refresh"] + features["mode:empty_full_refresh"] >= 5 * SCALE
+    assert features["target:missing"] >= 3 * SCALE, features
+    assert features["mode:full_refresh"] + features["mode:empty_full_refresh"] >= 3 * SCALE
     changing = sum(1 for c in cases if (o := c.outcome(c.mode, c.initial(), "duckdb")) and o.stats
                    and o.stats.inserted + o.stats.updated + o.stats.deleted)
-    assert changing >= 30 * SCALE, changing
-    assert len(spark_dry_run_cases()) >= 10
+    assert changing >= 20 * SCALE, changing
+    assert len(spark_dry_run_cases()) >= 8
 
 
 def test_condition_case_mix():
