@@ -3,8 +3,8 @@
   the source) with the row image to write and its action:
     'I' insert, 'U' update, 'D' delete (a target row the source lacks), 'C' delete by
     delete_condition, 'N' matched and left as it is, 'K' (soft deletes) matched by a row
-    delete_condition deletes, but soft-deleted already: left as it is (counted unchanged), 'H' matched, changed, but held back by
-    merge_update_condition, 'X' nothing (a source row with delete_condition true whose key the
+    delete_condition deletes, but soft-deleted already: left as it is (counted unchanged),
+    'H' matched, changed, but held back by merge_update_condition, 'X' nothing (a source row with delete_condition true whose key the
     target lacks, or with soft deletes a target row already soft-deleted).
   Engines write from this one relation, and the statistics are counted from it.
 -#}
