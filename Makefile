@@ -1,4 +1,4 @@
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test lint bench docs
 SHELL := /bin/bash
 
 setup:
@@ -15,3 +15,6 @@ lint: setup
 
 bench: setup
 	@bash scripts/bench.sh $(BENCH_ARGS)
+
+docs: setup
+	@bash scripts/docs.sh

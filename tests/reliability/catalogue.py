@@ -1,6 +1,6 @@
 """The bad-input catalogue: every input we know to be wrong, the error it must raise, the fix.
 
-The README's error table is this list (test_bad_inputs checks the two agree). Each entry is
+The error table of docs/errors.md is this list (test_bad_inputs checks the two agree). Each entry is
 merged into an existing target; the run must fail with `message` in the error text and leave
 the target exactly as it was.
 """

@@ -20,7 +20,7 @@ are those of issue 10 (the lead's SEMANTICS_10.md, section numbers below):
 - §2 full_merge refuses to delete more than max_delete_fraction (default 0.5) of the considered
   target rows.
 
-Soft deletes (README, "Soft deletes"): a delete sets soft_delete_column true and keeps the row (a
+Soft deletes (docs/configuration.md): a delete sets soft_delete_column true and keeps the row (a
 row already soft-deleted is neither deleted again nor counted; one matched by a deleting SELECT
 row counts as unchanged); the column is always updated and compared, so a matched soft-deleted
 row comes back live (updated); the mass-delete guard counts live rows only.

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Build the documentation site (mkdocs.yml) in strict mode: a broken link or anchor, or a page
+# missing from the navigation, fails. Offline: no fonts, no plugin that downloads. Usage:
+#   bash scripts/docs.sh [SITE_DIR]      (default: site/)
+set -euo pipefail
+export NO_MKDOCS_2_WARNING=1   # Material prints a notice about its successor otherwise
+cd "$(dirname "$0")/.."
+site_dir=${1:-site}
+.venv/bin/mkdocs build --strict --site-dir "$site_dir"   # not --quiet: it hides the warnings strict counts
+echo "docs: built $(find "$site_dir" -name index.html | wc -l) pages into $site_dir"
