@@ -29,7 +29,7 @@ from typing import Any
 
 import duckdb
 
-from dbt_merge.parquet import commit, layout
+from dbt_merge.parquet import commit, layout, schema, types
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
 from dbt_merge.parquet.macros import MacroContext
@@ -370,8 +370,38 @@ class _Merge:
         return self.s.register("source", source)
 
     def _stage(self, raw: str) -> str:
-        """The source once, as a table: every check and the write read the same rows."""
-        return self.s.temp("stage", f"select * from {raw}")
+        """The source once, as a table, as the files will store it (types.stored): every
+        check, the matching and the write read the same rows, with the stored values."""
+        stage = self.s.temp("stage", f"select * from {raw}")
+        conversions = {}
+        for col in self.s.describe(stage):
+            how = types.stored(col.name, col.dtype)
+            if isinstance(how, str):
+                self.fail(how + " The target was not changed.")
+            if how is not None:
+                conversions[col.name] = how
+        if not conversions:
+            return stage
+        for name, how in conversions.items():
+            if how.check is None:
+                continue
+            c = q.quote(name)
+            bad = self.s.query(
+                f"select cast({c} as varchar) from {stage} where {how.check.format(c=c)} limit 1"
+            )[1]
+            if bad:
+                self.fail(
+                    f"column '{name}' {how.problem} (e.g. {bad[0][0]}). {how.fix} The target "
+                    "was not changed."
+                )
+        replaced = ", ".join(
+            f"{how.expression.format(c=q.quote(name))} as {q.quote(name)}"
+            for name, how in conversions.items()
+            if how.expression != "{c}"
+        )
+        if not replaced:
+            return stage
+        return self.s.temp("stored", f"select * replace ({replaced}) from {stage}")
 
     def _checked_source(self, plan) -> str:
         """Deduplicate (deduplicate strategy) and check the source: the macros' checks."""
@@ -433,7 +463,34 @@ class _Merge:
         return [str(self.root / f) for f in files]
 
     def _target_columns(self, files: list[str], hive: q.Hive | None) -> list[Column]:
-        return self.s.describe(q.read_files(self._paths(files), hive))
+        """The dataset's columns as every reader sees them (union_by_name over all files), and
+        each file's own columns (self.file_columns). A file whose column does not widen into
+        that schema exactly is refused."""
+        paths = self._paths(files)
+        columns = self.s.describe(q.read_files(paths, hive))
+        file_list = "[" + ", ".join(q.literal(p) for p in paths) + "]"
+        self.file_columns = schema.top_level_columns(
+            self.s.query(
+                "select file_name, name, type, num_children, duckdb_type"
+                f" from parquet_schema({file_list}) order by file_name, column_id"
+            )[1]
+        )
+        partition_lower = {n.lower() for n in (hive.types if hive else {})}
+        unified = [(c.name, c.dtype) for c in columns if c.name.lower() not in partition_lower]
+        found = schema.conflicts(self.file_columns, unified)
+        if found:
+            root = str(self.root) + os.sep
+            name, dtype = found[0][0], found[0][1]
+            files_typed = [f"{f[len(root):]} ({t})" for n, _, f, t in found if n == name]
+            shown = ", ".join(files_typed[:5]) + (" ..." if len(files_typed) > 5 else "")
+            self.fail(
+                f"the dataset's files disagree on the type of column '{name}': read together "
+                f"they give {dtype}, which some files' values do not read back as exactly "
+                f"({len(files_typed)} file(s): {shown}). Rewrite those files with one type, or "
+                "rebuild the dataset from the SELECT with --full-refresh (full_refresh=True). "
+                "The target was not changed."
+            )
+        return columns
 
     # ------------------------------------------------------------------ first run / full refresh
 
@@ -487,7 +544,7 @@ class _Merge:
             target = plan["target"]
             self.s.con.execute(
                 f"create temporary view {target} as select * from "
-                + q.read_files(candidates, hive, file_col)
+                + q.read_files(candidates, hive, file_col, target_columns)
             )
             self.s.created.append(("view", target))
             matched = self.s.temp(
@@ -571,7 +628,9 @@ class _Merge:
         affected_view = None
         if affected and images.moved():
             affected_view = self.s.temp(
-                "affected", "select * from " + q.read_files(affected, hive), "view"
+                "affected",
+                "select * from " + q.read_files(affected, hive, columns=target_columns),
+                "view",
             )
         new_rows = q.new_rows_sql(
             images,
@@ -616,8 +675,18 @@ class _Merge:
         # one row per (file, row group, column); only the key columns' rows carry ranges
         metadata = f"(select * from parquet_metadata({file_list}))"
         if range_keys:
-            key_names = ", ".join(q.literal(k.name.lower()) for k in range_keys)
-            metadata = f"(select * from {metadata} where lower(path_in_schema) in ({key_names}))"
+            # each key's statistics are those of the file's own top-level column of that name
+            leaves = []
+            for path in paths:
+                for index, key in enumerate(range_keys):
+                    found = schema.find(self.file_columns.get(path, []), key.name)
+                    if found is False:
+                        return list(paths)  # which column DuckDB reads is not certain
+                    if found is not None and found.leaf is not None:
+                        leaves.append((path, found.leaf, index))
+            if not leaves:
+                return []  # no file holds a key column: every dataset key is NULL
+            metadata = q.key_leaves_sql(file_list, leaves)
         ranges_sql = q.row_group_ranges_sql(metadata, range_keys, file_col, lo, hi)
         if part_keys:
             # the partition values of each file, from its folders, as one more "range" per key
