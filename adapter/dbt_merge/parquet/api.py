@@ -20,6 +20,7 @@ Nothing is written to the dataset before step 6, so every error leaves it as it 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ from dbt_merge.parquet.errors import ParquetMergeError
 from dbt_merge.parquet.macros import MacroContext
 from dbt_merge.parquet.sql import DST, SRC, Column
 
+GLOB_CHARACTERS = "*?[{"
 STAT_NAMES = ("inserted", "updated", "deleted", "unchanged", "total")
 DEFAULT_ROWS_PER_FILE = 1_000_000
 DEFAULT_ROW_GROUP_SIZE = 122_880
@@ -54,6 +56,28 @@ class MergeReport:
     columns: list[str] = field(default_factory=list)  # the dataset's columns afterwards
     partition_columns: list[str] = field(default_factory=list)
     hive_types: dict[str, str] = field(default_factory=dict)
+    pending: Pending | None = None  # run_merge(defer_publish=True): publish it to make it live
+
+
+@dataclass
+class Pending:
+    """A merge whose files are written but not yet live (run_merge(defer_publish=True)). It
+    holds the dataset's lock until publish() or abort(); each releases it and deletes the
+    work files. `files` is the dataset as it will be: (absolute path, path relative to the
+    dataset) of each file, the new ones still in the work folder."""
+
+    files: list[tuple[str, str]]
+    _publish: Any
+    _close: contextlib.ExitStack
+
+    def publish(self) -> None:
+        try:
+            self._publish()
+        finally:
+            self._close.close()
+
+    def abort(self) -> None:
+        self._close.close()
 
 
 def merge_parquet_dataset(
@@ -147,9 +171,12 @@ def run_merge(
     memory_limit: str | None = None,
     durable: bool = True,
     error_prefix: str | None = None,
+    defer_publish: bool = False,
 ) -> MergeReport:
     """merge_parquet_dataset, returning a MergeReport (files replaced and written too).
-    error_prefix: how errors start (default `dbt_merge: dataset '<target_path>': `)."""
+    error_prefix: how errors start (default `dbt_merge: dataset '<target_path>': `).
+    defer_publish: write everything but leave the dataset as it is; report.pending.publish()
+    makes the merge live later (the dbt materialization publishes after its hooks)."""
     prefix = f"dbt_merge: dataset '{target_path}': " if error_prefix is None else error_prefix
     if "://" in os.fspath(target_path):
         raise ParquetMergeError(
@@ -165,6 +192,15 @@ def run_merge(
             message = _api_wording(message)
         raise ParquetMergeError(prefix + message)
 
+    glob = sorted({ch for ch in str(root) if ch in GLOB_CHARACTERS})
+    if glob:
+        # refused before anything is written: DuckDB expands them in every read of the dataset
+        fail(
+            f"the dataset's path {str(root)!r} has a glob character ({' '.join(glob)}), which "
+            "DuckDB would expand when reading the dataset (every later merge, every reader). "
+            "Choose a path without * ? [ {. The target was not changed."
+        )
+
     options = _check_options(compression, rows_per_file, row_group_size, partition_by, fail)
     config = {
         "strategy": strategy,
@@ -177,7 +213,8 @@ def run_merge(
         "max_delete_fraction": max_delete_fraction,
     }
     session: _Session | None = None
-    with commit.transaction(root) as tx:
+    with contextlib.ExitStack() as stack:
+        tx = stack.enter_context(commit.transaction(root))
         con = connection
         if con is None:
             settings = {"temp_directory": str(tx.spill)}
@@ -190,13 +227,17 @@ def run_merge(
         macros = MacroContext(config, session.query, fail)
         try:
             cfg = macros.validate_merge_config()
-            return _Merge(session, macros, cfg, tx, root, options, fail, full_refresh, durable).run(
-                source
-            )
+            merge = _Merge(session, macros, cfg, tx, root, options, fail, full_refresh, durable)
+            merge.defer = defer_publish
+            report = merge.run(source)
         finally:
             session.drop_all()
             if connection is None:
                 con.close()
+        if defer_publish:
+            # the transaction (the lock, the work files) now belongs to the pending publish
+            report.pending = Pending(merge.new_state, merge.deferred, stack.pop_all())
+        return report
 
 
 @dataclass
@@ -293,6 +334,10 @@ class _Merge:
         self.fail = fail
         self.full_refresh = full_refresh
         self.durable = durable
+        self.defer = False
+        self.deferred = None  # defer: the publish, to run later
+        self.new_state: list[tuple[str, str]] = []  # defer: the dataset's files afterwards
+        self.files: list[str] = []
 
     # ------------------------------------------------------------------ the whole merge
 
@@ -302,6 +347,10 @@ class _Merge:
         stage = self._stage(self._source_relation(source))
         source_columns = self.s.describe(stage)
         files = commit.list_files(self.root)
+        self.files = files
+        # what a deferred publish of no change leaves: the files as they are
+        self.new_state = [(str(self.root / f), f) for f in files]
+        self.deferred = lambda: None
         partitions = self._partition_columns(files, [c.name for c in source_columns])
         hive_types = self._hive_types(partitions, source_columns)
         build = self.full_refresh or not files
@@ -809,12 +858,21 @@ class _Merge:
         return self._files_written - 1
 
     def _publish(self, report: MergeReport) -> None:
-        plan = layout.plan_swap(
-            report.files_removed,
-            report.files_added,
-            lambda d: (self.root / d).is_dir() if d else self.root.is_dir(),
-        )
-        commit.publish(self.tx, plan, durable=self.durable)
+        def publish() -> None:
+            plan = layout.plan_swap(
+                report.files_removed,
+                report.files_added,
+                lambda d: (self.root / d).is_dir() if d else self.root.is_dir(),
+            )
+            commit.publish(self.tx, plan, durable=self.durable)
+
+        if not self.defer:
+            publish()
+            return
+        removed = set(report.files_removed)
+        self.new_state = [(str(self.root / f), f) for f in self.files if f not in removed]
+        self.new_state += [(str(self.tx.new_files / f), f) for f in report.files_added]
+        self.deferred = publish
 
 
 def dataset_read_sql(target_path: str | os.PathLike) -> str:
