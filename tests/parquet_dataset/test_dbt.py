@@ -207,3 +207,100 @@ def test_empty_and_sample_runs_leave_the_dataset_alone(tmp_path, db):
     message = run.result("kept").adapter_response["_message"]
     assert message == "MERGE full_merge: skipped (--empty): the target was not changed"
     assert fingerprint(ds) == before and rows(ds) == [(0, 0), (1, 1), (2, 2)]
+
+
+def test_a_failing_post_hook_leaves_the_dataset_as_it_was(tmp_path, db):
+    """Issue 21 class 4: the dataset was published before the view and the post-hooks, so a
+    failing post-hook failed the run with the dataset changed. It is published last now; the
+    post-hooks read the merged rows through the model (as a table's would), and a failure
+    leaves the dataset, the view and what the hooks wrote as they were."""
+    ds = tmp_path / "hooked"
+    src = source(db, "hooked", "select range as id, 'v' || range as v from range(3)")
+    db.execute("create or replace table pq_src.hook_log (n bigint)")
+    cfg = {
+        "unique_key": "id",
+        "location": str(ds),
+        "schema": SCHEMA,
+        "post_hook": [
+            "insert into pq_src.hook_log select count(*) from {{ this }}",
+            "select case when (select count(*) from {{ this }}) > 3"
+            " then error('more than 3 rows') end",
+        ],
+    }
+    proj = project(tmp_path, {"hooked": model_sql(cfg, f"select * from {src}")})
+    assert run_dbt(["run"], proj, "duckdb", PROFILES_DIR).stats("hooked")["inserted"] == 3
+    assert db.execute("select n from pq_src.hook_log").fetchall() == [(3,)]
+    before = fingerprint(ds)
+    db.execute(f"insert into {src} values (3, 'v3'), (4, 'v4')")
+    run = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert "more than 3 rows" in run.error("hooked")
+    assert fingerprint(ds) == before and rows(ds) == [(0, "v0"), (1, "v1"), (2, "v2")]
+    assert db.execute(f"select count(*) from {SCHEMA}.hooked").fetchone() == (3,)
+    assert db.execute("select n from pq_src.hook_log").fetchall() == [(3,)]
+    # the next run (its lock not held by the failed one) merges from the dataset as it was
+    db.execute(f"delete from {src} where id >= 3")
+    db.execute(f"update {src} set v = 'new' where id = 0")
+    again = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert again.stats("hooked") == {
+        "inserted": 0,
+        "updated": 1,
+        "deleted": 0,
+        "unchanged": 2,
+        "total": 3,
+    }
+    assert rows(ds) == [(0, "new"), (1, "v1"), (2, "v2")]
+    assert db.execute("select n from pq_src.hook_log").fetchall() == [(3,), (3,)]
+    assert db.execute(f"select v from {SCHEMA}.hooked where id = 0").fetchone() == ("new",)
+
+
+def test_an_enforced_contract_is_checked_on_every_run(tmp_path, db):
+    """Issue 21 class 5: contracts were ignored on location models, on incremental runs and on
+    --full-refresh (which rebuilt the dataset with the wrong column type)."""
+    ds = tmp_path / "contracted"
+    src = source(db, "contracted", "select range as id, 'v' || range as v from range(3)")
+    cfg = {"unique_key": "id", "location": str(ds), "schema": SCHEMA}
+    yml = {
+        "models": [
+            {
+                "name": "contracted",
+                "config": {"contract": {"enforced": True}},
+                "columns": [
+                    {"name": "id", "data_type": "bigint"},
+                    {"name": "v", "data_type": "varchar"},
+                ],
+            }
+        ]
+    }
+    proj = make_project(
+        tmp_path / "proj",
+        "parquet_models",
+        {"contracted": model_sql(cfg, f"select * from {src}")},
+        yml=yml,
+    )
+    assert run_dbt(["run"], proj, "duckdb", PROFILES_DIR).stats("contracted")["inserted"] == 3
+    before = fingerprint(ds)
+    wrong = model_sql(cfg, f"select id, length(v) as v from {src}")
+    make_project(tmp_path / "proj", "parquet_models", {"contracted": wrong}, yml=yml)
+    for args in (["run"], ["run", "--full-refresh"]):
+        run = run_dbt(args, proj, "duckdb", PROFILES_DIR)
+        message = run.error("contracted")
+        assert "contract" in message.lower() and "v" in message, message
+        assert fingerprint(ds) == before, args
+
+
+def test_a_location_with_a_glob_character_is_refused_before_anything_runs(tmp_path, db):
+    """Issue 21 class 6: the first run wrote the dataset, then failed with a raw IO Error."""
+    src = source(db, "globbed", "select range as id from range(2)")
+    db.execute("create or replace table pq_src.glob_log (n bigint)")
+    cfg = {
+        "unique_key": "id",
+        "location": str(tmp_path / "d[1]"),
+        "schema": SCHEMA,
+        "pre_hook": "insert into pq_src.glob_log values (1)",
+    }
+    proj = project(tmp_path, {"globbed": model_sql(cfg, f"select * from {src}")})
+    run = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    message = run.error("globbed")
+    assert "has a glob character ([)" in message and "Choose a path without" in message
+    assert not (tmp_path / "d[1]").exists() and not list(tmp_path.glob(".d*"))
+    assert db.execute("select count(*) from pq_src.glob_log").fetchone() == (0,)

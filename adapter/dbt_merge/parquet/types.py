@@ -72,8 +72,7 @@ def stored(name: str, dtype: str) -> Stored | str | None:
             "{c}",
             "INTERVAL",
             "datepart('microsecond', {c}) % 1000 <> 0",
-            "has type INTERVAL, which Parquet stores in milliseconds, and a value has "
-            "microseconds",
+            "has type INTERVAL, which Parquet stores in milliseconds, and a value has microseconds",
             "Round it to milliseconds, or store epoch_us(...) as BIGINT, in the SELECT.",
         )
     if top == "TIME WITH TIME ZONE":
