@@ -304,3 +304,130 @@ def test_a_location_with_a_glob_character_is_refused_before_anything_runs(tmp_pa
     assert "has a glob character ([)" in message and "Choose a path without" in message
     assert not (tmp_path / "d[1]").exists() and not list(tmp_path.glob(".d*"))
     assert db.execute("select count(*) from pq_src.glob_log").fetchone() == (0,)
+
+
+# folder names a user may give `location` (glob characters are refused, see above)
+ODD_PATHS = (
+    "plain",
+    "with space",
+    "quote'd",
+    "ünïcödé",
+    "env=prod/ds",
+    "percent%20",
+    "hash#1",
+    "semi;colon",
+    "dollar$x",
+    "comma,x",
+    "paren(1)",
+    "dots..x",
+)
+
+
+def location_cases() -> list[dict]:
+    """Location models over odd paths, each with a hook and a contract variant: hook None, a
+    logging post-hook (which must see the merged rows), or a post-hook failing on the second
+    run; contract None, enforced and kept, or enforced and broken on the second run."""
+    cases = []
+    for i, path in enumerate(ODD_PATHS):
+        cases.append(
+            {
+                "name": f"loc_{i:02d}",
+                "path": path,
+                "hook": ("none", "log", "fail")[i % 3],
+                "contract": ("none", "kept", "none", "broken")[i % 4],
+            }
+        )
+    return cases
+
+
+def test_generated_location_models_with_hooks_contracts_and_odd_paths(tmp_path, db):
+    """Every case: first run builds, the second merges (1 inserted, 1 updated) or fails as its
+    hook/contract says with the dataset, the view and the hook's writes as they were, and a
+    --full-refresh of a broken contract is refused too."""
+    src = source(db, "located", "select range as id, 'v' || range as v from range(3)")
+    db.execute("create or replace table pq_src.located_log (model varchar, n bigint)")
+    cases = location_cases()
+
+    def models(second: bool) -> tuple[dict, dict]:
+        sqls, yml = {}, []
+        for c in cases:
+            cfg = {"unique_key": "id", "location": str(tmp_path / c["path"]), "schema": SCHEMA}
+            hooks = []
+            if c["hook"] == "log":
+                hooks.append(
+                    f"insert into pq_src.located_log select '{c['name']}', count(*)"
+                    " from {{ this }}"
+                )
+            if c["hook"] == "fail":
+                hooks.append(
+                    "select case when (select count(*) from {{ this }}) > 3"
+                    " then error('hook refused') end"
+                )
+            if hooks:
+                cfg["post_hook"] = hooks
+            select = f"select * from {src}"
+            if second and c["contract"] == "broken":
+                select = f"select id, length(v) as v from {src}"
+            sqls[c["name"]] = model_sql(cfg, select)
+            if c["contract"] != "none":
+                yml.append(
+                    {
+                        "name": c["name"],
+                        "config": {"contract": {"enforced": True}},
+                        "columns": [
+                            {"name": "id", "data_type": "bigint"},
+                            {"name": "v", "data_type": "varchar"},
+                        ],
+                    }
+                )
+        return sqls, {"models": yml}
+
+    sqls, yml = models(second=False)
+    proj = make_project(tmp_path / "proj", "parquet_models", sqls, yml=yml)
+    first = run_dbt(["run", "--threads", "4"], proj, "duckdb", PROFILES_DIR)
+    for c in cases:
+        assert first.stats(c["name"])["inserted"] == 3, c
+    before = {c["name"]: fingerprint(tmp_path / c["path"]) for c in cases}
+    db.execute(f"insert into {src} values (3, 'v3')")
+    db.execute(f"update {src} set v = 'new' where id = 1")
+    sqls, yml = models(second=True)
+    make_project(tmp_path / "proj", "parquet_models", sqls, yml=yml)
+    second = run_dbt(["run", "--threads", "4"], proj, "duckdb", PROFILES_DIR)
+    merged = [(0, "v0"), (1, "new"), (2, "v2"), (3, "v3")]
+    for c in cases:
+        ds, name = tmp_path / c["path"], c["name"]
+        if c["hook"] == "fail" or c["contract"] == "broken":
+            message = second.error(name)
+            assert ("hook refused" if c["contract"] != "broken" else "contract") in message, c
+            assert fingerprint(ds) == before[name], c
+            assert db.execute(f"select count(*) from {SCHEMA}.{name}").fetchone() == (3,), c
+        else:
+            assert second.stats(name) == {
+                "inserted": 1,
+                "updated": 1,
+                "deleted": 0,
+                "unchanged": 2,
+                "total": 4,
+            }, c
+            assert rows(ds) == merged, c
+            view = db.execute(f"select * from {SCHEMA}.{name} order by id").fetchall()
+            assert view == merged, c
+    logged = db.execute(
+        "select model, list(n order by n) from pq_src.located_log group by 1 order by 1"
+    ).fetchall()
+    # a logging hook saw the merged rows; a model whose contract broke logged nothing
+    assert logged == [
+        (c["name"], [3] if c["contract"] == "broken" else [3, 4])
+        for c in cases
+        if c["hook"] == "log"
+    ]
+    broken = [c for c in cases if c["contract"] == "broken"]
+    third = run_dbt(
+        ["run", "--full-refresh", "--select", *(c["name"] for c in broken)],
+        proj,
+        "duckdb",
+        PROFILES_DIR,
+    )
+    for c in broken:
+        assert "contract" in third.error(c["name"])
+        assert fingerprint(tmp_path / c["path"]) == before[c["name"]], c
