@@ -431,3 +431,73 @@ def test_generated_location_models_with_hooks_contracts_and_odd_paths(tmp_path, 
     for c in broken:
         assert "contract" in third.error(c["name"])
         assert fingerprint(tmp_path / c["path"]) == before[c["name"]], c
+
+
+def test_types_parquet_stores_differently_and_an_older_file(tmp_path, db):
+    """Issue 21 classes 1 and 7 over dbt: sum(bigint) is HUGEINT (was rounded to DOUBLE, keys
+    above 2^53 merged into one), FLOAT[3] (the second run was refused forever), TIMETZ and
+    INTERVAL (every run 'updated'); then a file another tool wrote without the later columns."""
+    ds = tmp_path / "typed"
+    src = source(
+        db,
+        "typed",
+        "select 18446744073709551616 + range % 2 as id, 12345678901234567890 as amount"
+        " from range(4)",
+    )
+    select = (
+        f"select sum(id)::hugeint // 2 as id, sum(amount) as total,"
+        " [1.5, 2.5, 3.5]::float[3] as emb, '10:00:00+02'::timetz as t,"
+        f" interval '1 second 5 milliseconds' as i from {src} group by id"
+    )
+    cfg = {"unique_key": "id", "location": str(ds), "schema": SCHEMA}
+    proj = project(tmp_path, {"typed": model_sql(cfg, select)})
+    first = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert first.stats("typed")["inserted"] == 2
+    con = duckdb.connect()
+    types = con.execute(f"describe select * from '{ds}/**/*.parquet'").fetchall()
+    assert [(r[0], r[1]) for r in types] == [
+        ("id", "DECIMAL(38,0)"),
+        ("total", "DECIMAL(38,0)"),
+        ("emb", "FLOAT[]"),
+        ("t", "TIME WITH TIME ZONE"),
+        ("i", "INTERVAL"),
+    ]
+    ids = con.execute(f"select id, total from '{ds}/**/*.parquet' order by id").fetchall()
+    assert [(int(a), int(b)) for a, b in ids] == [
+        (18446744073709551616, 2 * 12345678901234567890),
+        (18446744073709551617, 2 * 12345678901234567890),
+    ]
+    before = fingerprint(ds)
+    second = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert second.stats("typed") == {
+        "inserted": 0,
+        "updated": 0,
+        "deleted": 0,
+        "unchanged": 2,
+        "total": 2,
+    }
+    assert fingerprint(ds) == before
+    # a file written by another tool, without the later columns
+    con.execute(
+        f"copy (select 18446744073709551617::decimal(38,0) + 1 as id,"
+        f" 7::decimal(38,0) as total) to '{ds}/older.parquet'"
+    )
+    db.execute(f"insert into {src} values (18446744073709551618, 1), (18446744073709551618, 2)")
+    third = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert third.stats("typed") == {
+        "inserted": 0,
+        "updated": 1,
+        "deleted": 0,
+        "unchanged": 2,
+        "total": 3,
+    }
+    got = con.execute(
+        f"select id, total, emb from read_parquet('{ds}/**/*.parquet', union_by_name = true)"
+        " order by id"
+    ).fetchall()
+    assert [(int(a), int(b), c) for a, b, c in got][2] == (
+        18446744073709551618,
+        3,
+        [1.5, 2.5, 3.5],
+    )
+    con.close()
