@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dbt_merge import ParquetMergeError
-from dbt_merge.parquet import run_merge
+from dbt_merge.parquet import run_merge, schema, types
 
 from .datasets import fingerprint
 
@@ -224,3 +224,80 @@ def test_a_path_with_a_glob_character_is_refused_before_anything_is_written(tmp_
         run_merge(pa.table({"id": [1]}), tmp_path / name, "id")
     assert "Choose a path without * ? [ {. The dataset was not changed." in str(err.value)
     assert list(tmp_path.iterdir()) == []  # no dataset, no work folder
+
+
+# ---------------------------------------------------------------- pure functions
+
+
+def test_stored_decides_per_type():
+    assert types.stored("v", "BIGINT") is None and types.stored("v", "TIMESTAMP") is None
+    huge = types.stored("v", "HUGEINT")
+    assert huge.dtype == "DECIMAL(38,0)" and huge.check is not None
+    assert types.stored("v", "TIME WITH TIME ZONE").expression == "timezone('UTC', {c})"
+    assert types.stored("v", "FLOAT[384]").dtype == "FLOAT[]"
+    assert (
+        types.stored("v", "STRUCT(a INTEGER[2], b VARCHAR)").dtype
+        == "STRUCT(a INTEGER[], b VARCHAR)"
+    )
+    # a field *named* like a type or an array is not one
+    assert types.stored("v", 'STRUCT("interval" INTEGER, "a[2]" VARCHAR)') is None
+    assert types.stored("v", 'STRUCT("a[2]" INTEGER[3])').dtype == 'STRUCT("a[2]" INTEGER[])'
+    assert "Cast it to one of its member types" in types.stored("v", "UNION(a INTEGER)")
+    assert "TIME or VARCHAR" in types.stored("v", "STRUCT(t TIME WITH TIME ZONE)")
+
+
+def test_top_level_columns_counts_leaves_through_nesting():
+    # root(4): a INT, s STRUCT(x INT, l LIST(INT)), "s, x" INT, m MAP(VARCHAR, INT)
+    rows = [
+        ("f", "schema", None, 4, None),
+        ("f", "a", "INT32", None, "INTEGER"),
+        ("f", "s", None, 2, "STRUCT(...)"),
+        ("f", "x", "INT32", None, "INTEGER"),
+        ("f", "l", None, 1, "INTEGER[]"),
+        ("f", "list", None, 1, None),
+        ("f", "element", "INT32", None, "INTEGER"),
+        ("f", "s, x", "INT32", None, "INTEGER"),
+        ("f", "m", None, 1, "MAP(VARCHAR, INTEGER)"),
+        ("f", "key_value", None, 2, None),
+        ("f", "key", "BYTE_ARRAY", None, "VARCHAR"),
+        ("f", "value", "INT32", None, "INTEGER"),
+    ]
+    columns = schema.top_level_columns(rows)["f"]
+    assert [(c.name, c.leaf) for c in columns] == [("a", 0), ("s", None), ("s, x", 3), ("m", None)]
+    assert schema.find(columns, "S, X").leaf == 3
+    assert schema.find(columns, "nope") is None
+    twice = [schema.FileColumn("Id", "BIGINT", 0), schema.FileColumn("ID", "BIGINT", 1)]
+    assert schema.find(twice, "id") is False and schema.find(twice, "ID").leaf == 1
+
+
+def test_widens_only_exactly():
+    assert schema.widens("INTEGER", "BIGINT") and schema.widens("FLOAT", "DOUBLE")
+    assert schema.widens("UINTEGER", "BIGINT") and not schema.widens("UBIGINT", "BIGINT")
+    assert not schema.widens("BIGINT", "DOUBLE") and not schema.widens("BIGINT", "VARCHAR")
+    assert schema.widens("DATE", "TIMESTAMP") and not schema.widens("TIMESTAMP", "DATE")
+
+
+def test_a_deferred_merge_changes_nothing_until_published(tmp_path):
+    root = tmp_path / "ds"
+    run_merge(pa.table({"id": [1], "v": ["a"]}), root, "id", durable=False)
+    before = fingerprint(root)
+    report = run_merge(
+        pa.table({"id": [1, 2], "v": ["b", "c"]}), root, "id", durable=False, defer_publish=True
+    )
+    assert report.stats["updated"] == 1 and fingerprint(root) == before
+    # the new state is readable before it is published
+    con = duckdb.connect()
+    files = [path for path, _ in report.pending.files]
+    assert sorted(con.execute("select * from read_parquet(?)", [files]).fetchall()) == [
+        (1, "b"),
+        (2, "c"),
+    ]
+    report.pending.abort()
+    assert fingerprint(root) == before
+    assert not list(tmp_path.glob(".ds.dbt_merge/tx-*"))
+    # the lock is released: the next merge runs, deferred then published
+    again = run_merge(
+        pa.table({"id": [1, 2], "v": ["b", "c"]}), root, "id", durable=False, defer_publish=True
+    )
+    again.pending.publish()
+    assert dataset(root)[1] == [(1, "b"), (2, "c")]
