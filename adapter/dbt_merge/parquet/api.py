@@ -4,8 +4,10 @@ The steps, each in the module that owns it:
 
 1. config, plan and checks: the package's own macros (macros.py), exactly as the `merge`
    materialization runs them;
-2. stage the source, cast to the dataset's column types (uniqueness, matching and change
-   detection are judged as the dataset stores the values);
+2. stage the source as Parquet files store it (types.py: HUGEINT as DECIMAL(38,0), ...; a
+   type that does not round-trip is refused), cast to the dataset's column types
+   (uniqueness, matching and change detection are judged as the dataset stores the values);
+   the dataset is read with one schema, union_by_name over all its files (schema.py);
 3. find the files that may hold a source key from their Parquet statistics and hive
    partition values (sql.candidate_files_sql), and only those are read in full;
 4. classify the matched rows with the file holding each one, count the statistics, run the
@@ -13,7 +15,8 @@ The steps, each in the module that owns it:
 5. write the rows of the files holding an updated or deleted row, plus the inserted rows, to
    new files in a work folder, sorted by the key;
 6. publish with one atomic directory swap (commit.py); files holding no changed row are not
-   touched.
+   touched. With defer_publish, step 6 is left to the caller (report.pending): the dbt
+   materialization publishes after the model's view and post-hooks.
 
 Nothing is written to the dataset before step 6, so every error leaves it as it was.
 """
@@ -311,6 +314,13 @@ class _Session:
         rows = self.query(f"describe select * from {relation}")[1]
         return [Column(r[0], r[1]) for r in rows]
 
+    def drop(self, name: str) -> None:
+        for kind, created in self.created:
+            if created == name:
+                self.con.execute(f"drop {kind} if exists {name}")
+                self.created.remove((kind, created))
+                return
+
     def drop_all(self) -> None:
         for kind, name in reversed(self.created):
             try:
@@ -338,6 +348,7 @@ class _Merge:
         self.deferred = None  # defer: the publish, to run later
         self.new_state: list[tuple[str, str]] = []  # defer: the dataset's files afterwards
         self.files: list[str] = []
+        self.file_columns: dict[str, list[schema.FileColumn]] = {}  # each file's own columns
 
     # ------------------------------------------------------------------ the whole merge
 
@@ -450,7 +461,9 @@ class _Merge:
         )
         if not replaced:
             return stage
-        return self.s.temp("stored", f"select * replace ({replaced}) from {stage}")
+        stored = self.s.temp("stored", f"select * replace ({replaced}) from {stage}")
+        self.s.drop(stage)  # one copy of the source at a time
+        return stored
 
     def _checked_source(self, plan) -> str:
         """Deduplicate (deduplicate strategy) and check the source: the macros' checks."""

@@ -7,6 +7,10 @@ which merges the model's SELECT
 into the dataset with `run_merge` (the same plan and checks as every merge: the package's
 macros) and leaves its outcome in a temporary table of that connection, for the
 materialization to read: the statistics, or the error to raise.
+
+The merge is written but not published: the materialization publishes it last, after the
+model's view and its post-hooks, by calling a SQL function this job registers (so a failing
+post-hook leaves the dataset as it was, as a table's merge is rolled back).
 """
 
 from __future__ import annotations
