@@ -1,7 +1,14 @@
 {#-
   After the Parquet dataset job (parquet_dataset_job): raise its error, or point the model's
-  relation at the dataset (a view over `location/**/*.parquet`, as dbt-duckdb's external models
-  do, so ref() reads it), report the statistics, run the post-hooks and commit.
+  relation at the dataset (a view, as dbt-duckdb's external models do, so ref() reads it),
+  report the statistics, run the post-hooks and commit.
+
+  The job has written the merge's files but not published them: the dataset changes last, as a
+  table's merge is committed last. Until then the view reads the dataset as the merge leaves it
+  (row[6]: the files that stay and the new ones, still in the work folder), so the post-hooks
+  see the merged rows; a failing view, docs or post-hook fails the model with the dataset as it
+  was. Then the publish (row[9], a SQL function the job registered on this connection: one
+  atomic directory swap), and the view over `location/**/*.parquet` (row[8]).
 -#}
 {% macro parquet_dataset_finish(job) %}
   {% set row = dbt_merge.run_sql('select * from ' ~ job.result, 'dbt_merge_parquet_result').rows[0] %}
@@ -24,6 +31,11 @@
   {% do dbt_merge.report_merge_stats(job.strategy, stats) %}
   {% do persist_docs(target, model) %}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
+  {% if row[9] is not none %}
+    {% do dbt_merge.run_sql('select ' ~ row[9] ~ '()', 'dbt_merge_parquet_publish') %}
+    {% do dbt_merge.run_statement('create or replace view ' ~ target ~ ' as select * from ' ~ row[8]) %}
+    {% do persist_docs(target, model) %}
+  {% endif %}
   {% do adapter.commit() %}
   {{ run_hooks(post_hooks, inside_transaction=False) }}
   {{ return({'relations': [target]}) }}

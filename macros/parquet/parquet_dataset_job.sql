@@ -37,6 +37,14 @@
     {% set partition_by = partition_by.strip('()').split(',') | map('trim') | reject('equalto', '') | list %}
   {% endif %}
   {% set location = render(config.get('location')) %}
+  {#- refused before the hooks and before anything is written (the Python side checks it too) -#}
+  {% for ch in ['*', '?', '[', '{'] %}
+    {% if ch in location %}
+      {{ dbt_merge.raise_merge_error("location '" ~ location ~ "' has a glob character (" ~ ch
+          ~ "), which DuckDB would expand when reading the dataset (every later merge, the "
+          ~ "model's view, every reader). Choose a path without * ? [ {. The target was not changed.") }}
+    {% endif %}
+  {% endfor %}
   {#- --empty / --sample shrink the SELECT: an existing dataset is left as it is -#}
   {% set skipped = none %}
   {% if not should_full_refresh() and adapter.location_exists(location ~ '/**/*.parquet') %}
@@ -59,9 +67,14 @@
       'rows_per_file': config.get('rows_per_file'),
       'full_refresh': should_full_refresh(),
       'result': 'dbt_merge_parquet_' ~ local_md5(model.unique_id),
+      'invocation_id': invocation_id,
   } %}
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
+  {#- an enforced contract: the SELECT's columns and types, on every run (as for tables) -#}
+  {% if (config.get('contract') or {}).enforced %}
+    {% do get_assert_columns_equivalent(sql) %}
+  {% endif %}
   {#- dbt-duckdb runs model(dbt, session); dbtObj and materialize are the rest of its protocol. -#}
   {% set code %}
 import json

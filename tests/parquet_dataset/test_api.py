@@ -337,6 +337,17 @@ def test_a_column_like_folder_above_the_dataset_is_not_a_column(tmp_path):
 
 
 def test_refuses_a_root_with_glob_characters(tmp_path):
-    merge_parquet_dataset(table([1], ["a"]), tmp_path / "d[1]", "id")  # a first build works
+    """Refused on the first build too (it was written, then refused on every later merge)."""
     with pytest.raises(ParquetMergeError, match="has a glob character"):
-        merge_parquet_dataset(table([1], ["b"]), tmp_path / "d[1]", "id")
+        merge_parquet_dataset(table([1], ["a"]), tmp_path / "d[1]", "id")
+    assert not (tmp_path / "d[1]").exists()
+
+
+def test_a_file_with_a_glob_character_inside_the_dataset_is_refused(tmp_path):
+    root = tmp_path / "ds"
+    merge_parquet_dataset(table([1], ["a"]), root, "id")
+    pq.write_table(table([2], ["b"]), root / "x[1].parquet")
+    before = fingerprint(root)
+    with pytest.raises(ParquetMergeError, match=r"'x\[1\].parquet' has a glob character"):
+        merge_parquet_dataset(table([1], ["b"]), root, "id")
+    assert fingerprint(root) == before

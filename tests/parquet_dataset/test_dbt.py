@@ -207,3 +207,297 @@ def test_empty_and_sample_runs_leave_the_dataset_alone(tmp_path, db):
     message = run.result("kept").adapter_response["_message"]
     assert message == "MERGE full_merge: skipped (--empty): the target was not changed"
     assert fingerprint(ds) == before and rows(ds) == [(0, 0), (1, 1), (2, 2)]
+
+
+def test_a_failing_post_hook_leaves_the_dataset_as_it_was(tmp_path, db):
+    """Issue 21 class 4: the dataset was published before the view and the post-hooks, so a
+    failing post-hook failed the run with the dataset changed. It is published last now; the
+    post-hooks read the merged rows through the model (as a table's would), and a failure
+    leaves the dataset, the view and what the hooks wrote as they were."""
+    ds = tmp_path / "hooked"
+    src = source(db, "hooked", "select range as id, 'v' || range as v from range(3)")
+    db.execute("create or replace table pq_src.hook_log (n bigint)")
+    cfg = {
+        "unique_key": "id",
+        "location": str(ds),
+        "schema": SCHEMA,
+        "post_hook": [
+            "insert into pq_src.hook_log select count(*) from {{ this }}",
+            "select case when (select count(*) from {{ this }}) > 3"
+            " then error('more than 3 rows') end",
+        ],
+    }
+    proj = project(tmp_path, {"hooked": model_sql(cfg, f"select * from {src}")})
+    assert run_dbt(["run"], proj, "duckdb", PROFILES_DIR).stats("hooked")["inserted"] == 3
+    assert db.execute("select n from pq_src.hook_log").fetchall() == [(3,)]
+    before = fingerprint(ds)
+    db.execute(f"insert into {src} values (3, 'v3'), (4, 'v4')")
+    run = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert "more than 3 rows" in run.error("hooked")
+    assert fingerprint(ds) == before and rows(ds) == [(0, "v0"), (1, "v1"), (2, "v2")]
+    assert db.execute(f"select count(*) from {SCHEMA}.hooked").fetchone() == (3,)
+    assert db.execute("select n from pq_src.hook_log").fetchall() == [(3,)]
+    # the next run (its lock not held by the failed one) merges from the dataset as it was
+    db.execute(f"delete from {src} where id >= 3")
+    db.execute(f"update {src} set v = 'new' where id = 0")
+    again = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert again.stats("hooked") == {
+        "inserted": 0,
+        "updated": 1,
+        "deleted": 0,
+        "unchanged": 2,
+        "total": 3,
+    }
+    assert rows(ds) == [(0, "new"), (1, "v1"), (2, "v2")]
+    assert db.execute("select n from pq_src.hook_log").fetchall() == [(3,), (3,)]
+    assert db.execute(f"select v from {SCHEMA}.hooked where id = 0").fetchone() == ("new",)
+
+
+def test_an_enforced_contract_is_checked_on_every_run(tmp_path, db):
+    """Issue 21 class 5: contracts were ignored on location models, on incremental runs and on
+    --full-refresh (which rebuilt the dataset with the wrong column type)."""
+    ds = tmp_path / "contracted"
+    src = source(db, "contracted", "select range as id, 'v' || range as v from range(3)")
+    cfg = {"unique_key": "id", "location": str(ds), "schema": SCHEMA}
+    yml = {
+        "models": [
+            {
+                "name": "contracted",
+                "config": {"contract": {"enforced": True}},
+                "columns": [
+                    {"name": "id", "data_type": "bigint"},
+                    {"name": "v", "data_type": "varchar"},
+                ],
+            }
+        ]
+    }
+    proj = make_project(
+        tmp_path / "proj",
+        "parquet_models",
+        {"contracted": model_sql(cfg, f"select * from {src}")},
+        yml=yml,
+    )
+    assert run_dbt(["run"], proj, "duckdb", PROFILES_DIR).stats("contracted")["inserted"] == 3
+    before = fingerprint(ds)
+    wrong = model_sql(cfg, f"select id, length(v) as v from {src}")
+    make_project(tmp_path / "proj", "parquet_models", {"contracted": wrong}, yml=yml)
+    for args in (["run"], ["run", "--full-refresh"]):
+        run = run_dbt(args, proj, "duckdb", PROFILES_DIR)
+        message = run.error("contracted")
+        assert "contract" in message.lower() and "v" in message, message
+        assert fingerprint(ds) == before, args
+
+
+def test_a_location_with_a_glob_character_is_refused_before_anything_runs(tmp_path, db):
+    """Issue 21 class 6: the first run wrote the dataset, then failed with a raw IO Error."""
+    src = source(db, "globbed", "select range as id from range(2)")
+    db.execute("create or replace table pq_src.glob_log (n bigint)")
+    cfg = {
+        "unique_key": "id",
+        "location": str(tmp_path / "d[1]"),
+        "schema": SCHEMA,
+        "pre_hook": "insert into pq_src.glob_log values (1)",
+    }
+    proj = project(tmp_path, {"globbed": model_sql(cfg, f"select * from {src}")})
+    run = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    message = run.error("globbed")
+    assert "has a glob character ([)" in message and "Choose a path without" in message
+    assert not (tmp_path / "d[1]").exists() and not list(tmp_path.glob(".d*"))
+    assert db.execute("select count(*) from pq_src.glob_log").fetchone() == (0,)
+
+
+# folder names a user may give `location` (glob characters are refused, see above)
+ODD_PATHS = (
+    "plain",
+    "with space",
+    "quote'd",
+    "ünïcödé",
+    "env=prod/ds",
+    "percent%20",
+    "hash#1",
+    "semi;colon",
+    "dollar$x",
+    "comma,x",
+    "paren(1)",
+    "dots..x",
+)
+
+
+def location_cases() -> list[dict]:
+    """Location models over odd paths, each with a hook and a contract variant: hook None, a
+    logging post-hook (which must see the merged rows), or a post-hook failing on the second
+    run; contract None, enforced and kept, or enforced and broken on the second run."""
+    cases = []
+    for i, path in enumerate(ODD_PATHS):
+        cases.append(
+            {
+                "name": f"loc_{i:02d}",
+                "path": path,
+                "hook": ("none", "log", "fail")[i % 3],
+                "contract": ("none", "kept", "none", "broken")[i % 4],
+            }
+        )
+    return cases
+
+
+def test_generated_location_models_with_hooks_contracts_and_odd_paths(tmp_path, db):
+    """Every case: first run builds, the second merges (1 inserted, 1 updated) or fails as its
+    hook/contract says with the dataset, the view and the hook's writes as they were, and a
+    --full-refresh of a broken contract is refused too."""
+    src = source(db, "located", "select range as id, 'v' || range as v from range(3)")
+    db.execute("create or replace table pq_src.located_log (model varchar, n bigint)")
+    cases = location_cases()
+
+    def models(second: bool) -> tuple[dict, dict]:
+        sqls, yml = {}, []
+        for c in cases:
+            cfg = {"unique_key": "id", "location": str(tmp_path / c["path"]), "schema": SCHEMA}
+            hooks = []
+            if c["hook"] == "log":
+                hooks.append(
+                    f"insert into pq_src.located_log select '{c['name']}', count(*)"
+                    " from {{ this }}"
+                )
+            if c["hook"] == "fail":
+                hooks.append(
+                    "select case when (select count(*) from {{ this }}) > 3"
+                    " then error('hook refused') end"
+                )
+            if hooks:
+                cfg["post_hook"] = hooks
+            select = f"select * from {src}"
+            if second and c["contract"] == "broken":
+                select = f"select id, length(v) as v from {src}"
+            sqls[c["name"]] = model_sql(cfg, select)
+            if c["contract"] != "none":
+                yml.append(
+                    {
+                        "name": c["name"],
+                        "config": {"contract": {"enforced": True}},
+                        "columns": [
+                            {"name": "id", "data_type": "bigint"},
+                            {"name": "v", "data_type": "varchar"},
+                        ],
+                    }
+                )
+        return sqls, {"models": yml}
+
+    sqls, yml = models(second=False)
+    proj = make_project(tmp_path / "proj", "parquet_models", sqls, yml=yml)
+    first = run_dbt(["run", "--threads", "4"], proj, "duckdb", PROFILES_DIR)
+    for c in cases:
+        assert first.stats(c["name"])["inserted"] == 3, c
+    before = {c["name"]: fingerprint(tmp_path / c["path"]) for c in cases}
+    db.execute(f"insert into {src} values (3, 'v3')")
+    db.execute(f"update {src} set v = 'new' where id = 1")
+    sqls, yml = models(second=True)
+    make_project(tmp_path / "proj", "parquet_models", sqls, yml=yml)
+    second = run_dbt(["run", "--threads", "4"], proj, "duckdb", PROFILES_DIR)
+    merged = [(0, "v0"), (1, "new"), (2, "v2"), (3, "v3")]
+    for c in cases:
+        ds, name = tmp_path / c["path"], c["name"]
+        if c["hook"] == "fail" or c["contract"] == "broken":
+            message = second.error(name)
+            assert ("hook refused" if c["contract"] != "broken" else "contract") in message, c
+            assert fingerprint(ds) == before[name], c
+            assert db.execute(f"select count(*) from {SCHEMA}.{name}").fetchone() == (3,), c
+        else:
+            assert second.stats(name) == {
+                "inserted": 1,
+                "updated": 1,
+                "deleted": 0,
+                "unchanged": 2,
+                "total": 4,
+            }, c
+            assert rows(ds) == merged, c
+            view = db.execute(f"select * from {SCHEMA}.{name} order by id").fetchall()
+            assert view == merged, c
+    logged = db.execute(
+        "select model, list(n order by n) from pq_src.located_log group by 1 order by 1"
+    ).fetchall()
+    # a logging hook saw the merged rows; a model whose contract broke logged nothing
+    assert logged == [
+        (c["name"], [3] if c["contract"] == "broken" else [3, 4])
+        for c in cases
+        if c["hook"] == "log"
+    ]
+    broken = [c for c in cases if c["contract"] == "broken"]
+    third = run_dbt(
+        ["run", "--full-refresh", "--select", *(c["name"] for c in broken)],
+        proj,
+        "duckdb",
+        PROFILES_DIR,
+    )
+    for c in broken:
+        assert "contract" in third.error(c["name"])
+        assert fingerprint(tmp_path / c["path"]) == before[c["name"]], c
+
+
+def test_types_parquet_stores_differently_and_an_older_file(tmp_path, db):
+    """Issue 21 classes 1 and 7 over dbt: sum(bigint) is HUGEINT (was rounded to DOUBLE, keys
+    above 2^53 merged into one), FLOAT[3] (the second run was refused forever), TIMETZ and
+    INTERVAL (every run 'updated'); then a file another tool wrote without the later columns."""
+    ds = tmp_path / "typed"
+    src = source(
+        db,
+        "typed",
+        "select 18446744073709551616 + range % 2 as id, 12345678901234567890 as amount"
+        " from range(4)",
+    )
+    select = (
+        f"select sum(id)::hugeint // 2 as id, sum(amount) as total,"
+        " [1.5, 2.5, 3.5]::float[3] as emb, '10:00:00+02'::timetz as t,"
+        f" interval '1 second 5 milliseconds' as i from {src} group by id"
+    )
+    cfg = {"unique_key": "id", "location": str(ds), "schema": SCHEMA}
+    proj = project(tmp_path, {"typed": model_sql(cfg, select)})
+    first = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert first.stats("typed")["inserted"] == 2
+    con = duckdb.connect()
+    types = con.execute(f"describe select * from '{ds}/**/*.parquet'").fetchall()
+    assert [(r[0], r[1]) for r in types] == [
+        ("id", "DECIMAL(38,0)"),
+        ("total", "DECIMAL(38,0)"),
+        ("emb", "FLOAT[]"),
+        ("t", "TIME WITH TIME ZONE"),
+        ("i", "INTERVAL"),
+    ]
+    ids = con.execute(f"select id, total from '{ds}/**/*.parquet' order by id").fetchall()
+    assert [(int(a), int(b)) for a, b in ids] == [
+        (18446744073709551616, 2 * 12345678901234567890),
+        (18446744073709551617, 2 * 12345678901234567890),
+    ]
+    before = fingerprint(ds)
+    second = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert second.stats("typed") == {
+        "inserted": 0,
+        "updated": 0,
+        "deleted": 0,
+        "unchanged": 2,
+        "total": 2,
+    }
+    assert fingerprint(ds) == before
+    # a file written by another tool, without the later columns
+    con.execute(
+        f"copy (select 18446744073709551617::decimal(38,0) + 1 as id,"
+        f" 7::decimal(38,0) as total) to '{ds}/older.parquet'"
+    )
+    db.execute(f"insert into {src} values (18446744073709551618, 1), (18446744073709551618, 2)")
+    third = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert third.stats("typed") == {
+        "inserted": 0,
+        "updated": 1,
+        "deleted": 0,
+        "unchanged": 2,
+        "total": 3,
+    }
+    got = con.execute(
+        f"select id, total, emb from read_parquet('{ds}/**/*.parquet', union_by_name = true)"
+        " order by id"
+    ).fetchall()
+    assert [(int(a), int(b), c) for a, b, c in got][2] == (
+        18446744073709551618,
+        3,
+        [1.5, 2.5, 3.5],
+    )
+    con.close()

@@ -21,6 +21,14 @@ on_key_outside_predicates) are dropped and the expectation recomputed without th
 aspects (run modes, threads, contracts, twin schemas) are ignored. Cases the reference cannot
 predict exactly (a random() SELECT), NOCASE columns (Parquet has no collations) and config
 values naming a column with a leading or trailing space (see _config_names_padded) are skipped.
+
+A second generated family (stored_cases.py, issue 21) varies what the first does not: column
+types a Parquet file stores differently (HUGEINT, INTERVAL, TIME WITH TIME ZONE spelled at
+several offsets, fixed-size arrays), a key named like a nested field's printed path (`x, y`
+beside struct x), and datasets written by pyarrow whose files disagree in schema (an older file
+without a later column, a narrower type, a conflicting type), each checked against the
+reference model on the values the files store, then merged again (nothing may change), or
+refused with the package's message and the dataset untouched.
 """
 
 from __future__ import annotations
@@ -32,13 +40,16 @@ from functools import cache
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from dbt_merge.parquet import ParquetMergeError, run_merge
 from dbt_merge.parquet.api import _api_wording
 from reliability.cases import ERROR_EXCERPTS, STRATEGY_NAMES, Case, generate_cases
 from reliability.coltypes import engine_type
-from reliability.reference import MergeError, canonical, merge, update_columns
+from reliability.reference import MergeError, Options, canonical, merge, update_columns
 
+from . import stored_cases as stored
 from .datasets import fingerprint, read_dataset
 
 PER_STRATEGY = {"upsert": 80, "insert": 55, "update": 60, "full_merge": 80, "deduplicate": 85}
@@ -273,3 +284,174 @@ def test_parquet_matches_reference(strategy, tmp_path):
         if case.strategy == strategy:
             failures += run_case(index, case, tmp_path)
     assert not failures, f"{len(failures)} failures:\n\n" + "\n\n".join(failures[:8])
+
+
+# ---------------------------------------------------------------- issue 21's dimensions
+
+STORED_CASES = 120
+
+
+@cache
+def stored_cases() -> tuple[stored.StoredCase, ...]:
+    return tuple(stored.generate(STORED_CASES))
+
+
+def _select(case: stored.StoredCase, rows: list[dict], offsets: dict[int, int] | None) -> str:
+    """The SELECT of `rows` (seeds) in the source's own types; offsets: TIMETZ spellings."""
+    parts = []
+    for i, r in enumerate(rows):
+        values = []
+        for name, kind in case.columns:
+            offset = (offsets or {}).get(i, 0)
+            values.append(f"{stored.literal(kind, r[name], offset)} as {quote(name)}")
+        parts.append("select " + ", ".join(values))
+    if case.bad:
+        first = dict(rows[0]) if rows else None
+        values = []
+        for name, kind in case.columns:
+            if name == case.bad:
+                values.append(f"{stored.BAD_VALUES[kind][0]} as {quote(name)}")
+            else:
+                seed = first[name] if first else 0
+                values.append(f"{stored.literal(kind, seed + 500)} as {quote(name)}")
+        parts.append("select " + ", ".join(values))
+    return " union all ".join(parts)
+
+
+def _write_history(case: stored.StoredCase, root: Path) -> list[list[dict]]:
+    """The target as the case's history leaves it; the target rows per file (oldest first)."""
+    con = duckdb.connect()
+    rows = sorted(case.target, key=lambda r: stored.token(case.key_kind, r[case.key]))
+    if case.history == "package":
+        run_merge(
+            con.sql(_select(dataclasses.replace(case, bad=None), rows, None)),
+            root,
+            [case.key],
+            connection=con,
+            rows_per_file=3,
+            durable=False,
+        )
+        return [rows]
+    root.mkdir(parents=True)
+    size = min(3, -(-len(rows) // 2))  # at least two files: the oldest one differs
+    files = [rows[i : i + size] for i in range(0, len(rows), size)]
+    for index, chunk in enumerate(files):
+        select = " union all ".join(
+            "select "
+            + ", ".join(
+                f"{stored.stored_literal(kind, r[name])} as {quote(name)}"
+                for name, kind in case.columns
+            )
+            for r in chunk
+        )
+        table = con.sql(select).to_arrow_table()
+        if index == 0:
+            if case.missing:
+                table = table.drop_columns([case.missing])
+            for name in case.narrow:
+                i = table.schema.get_field_index(name)
+                table = table.set_column(i, name, table.column(name).cast(pa.int32()))
+            if case.conflict:
+                i = table.schema.get_field_index(case.conflict)
+                as_text = table.column(case.conflict).cast(pa.string())
+                table = table.set_column(i, case.conflict, as_text)
+        pq.write_table(table, root / f"part-{index}.parquet")
+    con.close()
+    return files
+
+
+def _dataset_tokens(case: stored.StoredCase, root: Path) -> list[dict]:
+    con = duckdb.connect()
+    cur = con.execute(
+        f"select * from read_parquet('{root}/**/*.parquet', union_by_name = true)"
+    )
+    names = [d[0] for d in cur.description]
+    kinds = case.kinds()
+    got = [
+        {n: stored.read_token(kinds[n], v) for n, v in zip(names, r, strict=True)}
+        for r in cur.fetchall()
+    ]
+    con.close()
+    return got
+
+
+def _sorted_rows(rows: list[dict]) -> list[str]:
+    return sorted(repr(sorted(r.items())) for r in rows)
+
+
+def run_stored_case(case: stored.StoredCase, tmp: Path) -> list[str]:
+    root = tmp / f"ds_{case.id}"
+    try:
+        files = _write_history(case, root)
+        target = [case.tokens(r, i) for i, chunk in enumerate(files) for r in chunk]
+        if case.history == "package":
+            target = [case.tokens(r) for r in files[0]]
+        con = duckdb.connect()
+        select = _select(case, case.source, case.offsets)
+        args = {
+            "strategy": case.strategy,
+            "connection": con,
+            "rows_per_file": 3,
+            "durable": False,
+            "max_delete_fraction": 1,
+        }
+        before = fingerprint(root)
+        if case.conflict or case.bad:
+            try:
+                run_merge(con.sql(select), root, [case.key], **args)
+            except ParquetMergeError as e:
+                message = str(e)
+            else:
+                raise AssertionError("not refused")
+            if case.conflict:
+                expected_message = f"disagree on the type of column '{case.conflict}'"
+            else:
+                expected_message = stored.BAD_VALUES[case.kinds()[case.bad]][1]
+            assert expected_message in message, f"refusal: {message}"
+            assert fingerprint(root) == before, "a refused merge changed the dataset"
+            assert not list(tmp.glob(f".{root.name}.dbt_merge/tx-*")), "work files left"
+            return []
+        source = [case.tokens(r) for r in case.source]
+        options = Options(max_delete_fraction=1)
+        rows, stats = merge(case.strategy, source, target, [case.key], options)
+        report = run_merge(con.sql(select), root, [case.key], **args)
+        assert report.stats == stats.as_dict(), f"stats {report.stats} != reference {stats}"
+        got = _dataset_tokens(case, root)
+        assert _sorted_rows(got) == _sorted_rows(rows), (
+            f"rows differ:\n got {_sorted_rows(got)}\n ref {_sorted_rows(rows)}"
+        )
+        after = fingerprint(root)
+        # the same SELECT again, each TIME WITH TIME ZONE spelled at another offset
+        offsets = {i: (o + 3) % 12 for i, o in case.offsets.items()}
+        again = run_merge(con.sql(_select(case, case.source, offsets)), root, [case.key], **args)
+        changed = (again.stats["inserted"], again.stats["updated"], again.stats["deleted"])
+        assert changed == (0, 0, 0), f"second run changed rows: {again.stats}"
+        assert fingerprint(root) == after, "second run rewrote files"
+        con.close()
+    except Exception as e:  # noqa: BLE001 - one case's crash must not hide the others
+        return [f"{case!r}\n" + _describe(e)]
+    return []
+
+
+def test_stored_case_mix():
+    """What the generated issue-21 cases cover (guards the generator)."""
+    cases = stored_cases()
+    assert len(cases) == STORED_CASES
+    kinds = {kind for c in cases for _, kind in c.columns}
+    assert kinds >= set(stored.KEY_KINDS) | set(stored.VALUE_KINDS)
+    histories = [c.history for c in cases]
+    assert {h: histories.count(h) >= 8 for h in stored.HISTORIES} == dict.fromkeys(
+        stored.HISTORIES, True
+    ), histories
+    assert sum(c.key_kind == "collide" for c in cases) >= 20
+    assert sum(c.bad is not None for c in cases) >= 8
+    assert sum(c.conflict is not None for c in cases) >= 8
+
+
+@pytest.mark.parametrize("strategy", stored.STRATEGIES)
+def test_stored_types_and_schema_histories_match_reference(strategy, tmp_path):
+    failures = []
+    for case in stored_cases():
+        if case.strategy == strategy:
+            failures += run_stored_case(case, tmp_path)
+    assert not failures, f"{len(failures)} failures:\n\n" + "\n\n".join(failures[:6])

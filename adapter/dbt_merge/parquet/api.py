@@ -4,8 +4,10 @@ The steps, each in the module that owns it:
 
 1. config, plan and checks: the package's own macros (macros.py), exactly as the `merge`
    materialization runs them;
-2. stage the source, cast to the dataset's column types (uniqueness, matching and change
-   detection are judged as the dataset stores the values);
+2. stage the source as Parquet files store it (types.py: HUGEINT as DECIMAL(38,0), ...; a
+   type that does not round-trip is refused), cast to the dataset's column types
+   (uniqueness, matching and change detection are judged as the dataset stores the values);
+   the dataset is read with one schema, union_by_name over all its files (schema.py);
 3. find the files that may hold a source key from their Parquet statistics and hive
    partition values (sql.candidate_files_sql), and only those are read in full;
 4. classify the matched rows with the file holding each one, count the statistics, run the
@@ -13,13 +15,15 @@ The steps, each in the module that owns it:
 5. write the rows of the files holding an updated or deleted row, plus the inserted rows, to
    new files in a work folder, sorted by the key;
 6. publish with one atomic directory swap (commit.py); files holding no changed row are not
-   touched.
+   touched. With defer_publish, step 6 is left to the caller (report.pending): the dbt
+   materialization publishes after the model's view and post-hooks.
 
 Nothing is written to the dataset before step 6, so every error leaves it as it was.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Sequence
@@ -29,12 +33,13 @@ from typing import Any
 
 import duckdb
 
-from dbt_merge.parquet import commit, layout
+from dbt_merge.parquet import commit, layout, schema, types
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
 from dbt_merge.parquet.macros import MacroContext
 from dbt_merge.parquet.sql import DST, SRC, Column
 
+GLOB_CHARACTERS = "*?[{"
 STAT_NAMES = ("inserted", "updated", "deleted", "unchanged", "total")
 DEFAULT_ROWS_PER_FILE = 1_000_000
 DEFAULT_ROW_GROUP_SIZE = 122_880
@@ -54,6 +59,28 @@ class MergeReport:
     columns: list[str] = field(default_factory=list)  # the dataset's columns afterwards
     partition_columns: list[str] = field(default_factory=list)
     hive_types: dict[str, str] = field(default_factory=dict)
+    pending: Pending | None = None  # run_merge(defer_publish=True): publish it to make it live
+
+
+@dataclass
+class Pending:
+    """A merge whose files are written but not yet live (run_merge(defer_publish=True)). It
+    holds the dataset's lock until publish() or abort(); each releases it and deletes the
+    work files. `files` is the dataset as it will be: (absolute path, path relative to the
+    dataset) of each file, the new ones still in the work folder."""
+
+    files: list[tuple[str, str]]
+    _publish: Any
+    _close: contextlib.ExitStack
+
+    def publish(self) -> None:
+        try:
+            self._publish()
+        finally:
+            self._close.close()
+
+    def abort(self) -> None:
+        self._close.close()
 
 
 def merge_parquet_dataset(
@@ -147,9 +174,12 @@ def run_merge(
     memory_limit: str | None = None,
     durable: bool = True,
     error_prefix: str | None = None,
+    defer_publish: bool = False,
 ) -> MergeReport:
     """merge_parquet_dataset, returning a MergeReport (files replaced and written too).
-    error_prefix: how errors start (default `dbt_merge: dataset '<target_path>': `)."""
+    error_prefix: how errors start (default `dbt_merge: dataset '<target_path>': `).
+    defer_publish: write everything but leave the dataset as it is; report.pending.publish()
+    makes the merge live later (the dbt materialization publishes after its hooks)."""
     prefix = f"dbt_merge: dataset '{target_path}': " if error_prefix is None else error_prefix
     if "://" in os.fspath(target_path):
         raise ParquetMergeError(
@@ -165,6 +195,15 @@ def run_merge(
             message = _api_wording(message)
         raise ParquetMergeError(prefix + message)
 
+    glob = sorted({ch for ch in str(root) if ch in GLOB_CHARACTERS})
+    if glob:
+        # refused before anything is written: DuckDB expands them in every read of the dataset
+        fail(
+            f"the dataset's path {str(root)!r} has a glob character ({' '.join(glob)}), which "
+            "DuckDB would expand when reading the dataset (every later merge, every reader). "
+            "Choose a path without * ? [ {. The target was not changed."
+        )
+
     options = _check_options(compression, rows_per_file, row_group_size, partition_by, fail)
     config = {
         "strategy": strategy,
@@ -177,7 +216,8 @@ def run_merge(
         "max_delete_fraction": max_delete_fraction,
     }
     session: _Session | None = None
-    with commit.transaction(root) as tx:
+    with contextlib.ExitStack() as stack:
+        tx = stack.enter_context(commit.transaction(root))
         con = connection
         if con is None:
             settings = {"temp_directory": str(tx.spill)}
@@ -190,13 +230,17 @@ def run_merge(
         macros = MacroContext(config, session.query, fail)
         try:
             cfg = macros.validate_merge_config()
-            return _Merge(session, macros, cfg, tx, root, options, fail, full_refresh, durable).run(
-                source
-            )
+            merge = _Merge(session, macros, cfg, tx, root, options, fail, full_refresh, durable)
+            merge.defer = defer_publish
+            report = merge.run(source)
         finally:
             session.drop_all()
             if connection is None:
                 con.close()
+        if defer_publish:
+            # the transaction (the lock, the work files) now belongs to the pending publish
+            report.pending = Pending(merge.new_state, merge.deferred, stack.pop_all())
+        return report
 
 
 @dataclass
@@ -270,6 +314,13 @@ class _Session:
         rows = self.query(f"describe select * from {relation}")[1]
         return [Column(r[0], r[1]) for r in rows]
 
+    def drop(self, name: str) -> None:
+        for kind, created in self.created:
+            if created == name:
+                self.con.execute(f"drop {kind} if exists {name}")
+                self.created.remove((kind, created))
+                return
+
     def drop_all(self) -> None:
         for kind, name in reversed(self.created):
             try:
@@ -293,6 +344,11 @@ class _Merge:
         self.fail = fail
         self.full_refresh = full_refresh
         self.durable = durable
+        self.defer = False
+        self.deferred = None  # defer: the publish, to run later
+        self.new_state: list[tuple[str, str]] = []  # defer: the dataset's files afterwards
+        self.files: list[str] = []
+        self.file_columns: dict[str, list[schema.FileColumn]] = {}  # each file's own columns
 
     # ------------------------------------------------------------------ the whole merge
 
@@ -302,6 +358,10 @@ class _Merge:
         stage = self._stage(self._source_relation(source))
         source_columns = self.s.describe(stage)
         files = commit.list_files(self.root)
+        self.files = files
+        # what a deferred publish of no change leaves: the files as they are
+        self.new_state = [(str(self.root / f), f) for f in files]
+        self.deferred = lambda: None
         partitions = self._partition_columns(files, [c.name for c in source_columns])
         hive_types = self._hive_types(partitions, source_columns)
         build = self.full_refresh or not files
@@ -370,8 +430,40 @@ class _Merge:
         return self.s.register("source", source)
 
     def _stage(self, raw: str) -> str:
-        """The source once, as a table: every check and the write read the same rows."""
-        return self.s.temp("stage", f"select * from {raw}")
+        """The source once, as a table, as the files will store it (types.stored): every
+        check, the matching and the write read the same rows, with the stored values."""
+        stage = self.s.temp("stage", f"select * from {raw}")
+        conversions = {}
+        for col in self.s.describe(stage):
+            how = types.stored(col.name, col.dtype)
+            if isinstance(how, str):
+                self.fail(how + " The target was not changed.")
+            if how is not None:
+                conversions[col.name] = how
+        if not conversions:
+            return stage
+        for name, how in conversions.items():
+            if how.check is None:
+                continue
+            c = q.quote(name)
+            bad = self.s.query(
+                f"select cast({c} as varchar) from {stage} where {how.check.format(c=c)} limit 1"
+            )[1]
+            if bad:
+                self.fail(
+                    f"column '{name}' {how.problem} (e.g. {bad[0][0]}). {how.fix} The target "
+                    "was not changed."
+                )
+        replaced = ", ".join(
+            f"{how.expression.format(c=q.quote(name))} as {q.quote(name)}"
+            for name, how in conversions.items()
+            if how.expression != "{c}"
+        )
+        if not replaced:
+            return stage
+        stored = self.s.temp("stored", f"select * replace ({replaced}) from {stage}")
+        self.s.drop(stage)  # one copy of the source at a time
+        return stored
 
     def _checked_source(self, plan) -> str:
         """Deduplicate (deduplicate strategy) and check the source: the macros' checks."""
@@ -433,7 +525,34 @@ class _Merge:
         return [str(self.root / f) for f in files]
 
     def _target_columns(self, files: list[str], hive: q.Hive | None) -> list[Column]:
-        return self.s.describe(q.read_files(self._paths(files), hive))
+        """The dataset's columns as every reader sees them (union_by_name over all files), and
+        each file's own columns (self.file_columns). A file whose column does not widen into
+        that schema exactly is refused."""
+        paths = self._paths(files)
+        columns = self.s.describe(q.read_files(paths, hive))
+        file_list = "[" + ", ".join(q.literal(p) for p in paths) + "]"
+        self.file_columns = schema.top_level_columns(
+            self.s.query(
+                "select file_name, name, type, num_children, duckdb_type"
+                f" from parquet_schema({file_list}) order by file_name, column_id"
+            )[1]
+        )
+        partition_lower = {n.lower() for n in (hive.types if hive else {})}
+        unified = [(c.name, c.dtype) for c in columns if c.name.lower() not in partition_lower]
+        found = schema.conflicts(self.file_columns, unified)
+        if found:
+            root = str(self.root) + os.sep
+            name, dtype = found[0][0], found[0][1]
+            files_typed = [f"{f[len(root):]} ({t})" for n, _, f, t in found if n == name]
+            shown = ", ".join(files_typed[:5]) + (" ..." if len(files_typed) > 5 else "")
+            self.fail(
+                f"the dataset's files disagree on the type of column '{name}': read together "
+                f"they give {dtype}, which some files' values do not read back as exactly "
+                f"({len(files_typed)} file(s): {shown}). Rewrite those files with one type, or "
+                "rebuild the dataset from the SELECT with --full-refresh (full_refresh=True). "
+                "The target was not changed."
+            )
+        return columns
 
     # ------------------------------------------------------------------ first run / full refresh
 
@@ -487,7 +606,7 @@ class _Merge:
             target = plan["target"]
             self.s.con.execute(
                 f"create temporary view {target} as select * from "
-                + q.read_files(candidates, hive, file_col)
+                + q.read_files(candidates, hive, file_col, target_columns)
             )
             self.s.created.append(("view", target))
             matched = self.s.temp(
@@ -571,7 +690,9 @@ class _Merge:
         affected_view = None
         if affected and images.moved():
             affected_view = self.s.temp(
-                "affected", "select * from " + q.read_files(affected, hive), "view"
+                "affected",
+                "select * from " + q.read_files(affected, hive, columns=target_columns),
+                "view",
             )
         new_rows = q.new_rows_sql(
             images,
@@ -616,8 +737,18 @@ class _Merge:
         # one row per (file, row group, column); only the key columns' rows carry ranges
         metadata = f"(select * from parquet_metadata({file_list}))"
         if range_keys:
-            key_names = ", ".join(q.literal(k.name.lower()) for k in range_keys)
-            metadata = f"(select * from {metadata} where lower(path_in_schema) in ({key_names}))"
+            # each key's statistics are those of the file's own top-level column of that name
+            leaves = []
+            for path in paths:
+                for index, key in enumerate(range_keys):
+                    found = schema.find(self.file_columns.get(path, []), key.name)
+                    if found is False:
+                        return list(paths)  # which column DuckDB reads is not certain
+                    if found is not None and found.leaf is not None:
+                        leaves.append((path, found.leaf, index))
+            if not leaves:
+                return []  # no file holds a key column: every dataset key is NULL
+            metadata = q.key_leaves_sql(file_list, leaves)
         ranges_sql = q.row_group_ranges_sql(metadata, range_keys, file_col, lo, hi)
         if part_keys:
             # the partition values of each file, from its folders, as one more "range" per key
@@ -740,12 +871,21 @@ class _Merge:
         return self._files_written - 1
 
     def _publish(self, report: MergeReport) -> None:
-        plan = layout.plan_swap(
-            report.files_removed,
-            report.files_added,
-            lambda d: (self.root / d).is_dir() if d else self.root.is_dir(),
-        )
-        commit.publish(self.tx, plan, durable=self.durable)
+        def publish() -> None:
+            plan = layout.plan_swap(
+                report.files_removed,
+                report.files_added,
+                lambda d: (self.root / d).is_dir() if d else self.root.is_dir(),
+            )
+            commit.publish(self.tx, plan, durable=self.durable)
+
+        if not self.defer:
+            publish()
+            return
+        removed = set(report.files_removed)
+        self.new_state = [(str(self.root / f), f) for f in self.files if f not in removed]
+        self.new_state += [(str(self.tx.new_files / f), f) for f in report.files_added]
+        self.deferred = publish
 
 
 def dataset_read_sql(target_path: str | os.PathLike) -> str:

@@ -7,22 +7,41 @@ which merges the model's SELECT
 into the dataset with `run_merge` (the same plan and checks as every merge: the package's
 macros) and leaves its outcome in a temporary table of that connection, for the
 materialization to read: the statistics, or the error to raise.
+
+The merge is written but not published: the materialization publishes it last, after the
+model's view and its post-hooks, by calling a SQL function this job registers (so a failing
+post-hook leaves the dataset as it was, as a table's merge is rolled back).
 """
 
 from __future__ import annotations
 
+import atexit
+import itertools
+import os
+import threading
 from typing import Any
 
 import duckdb
 
+from dbt_merge.parquet import layout
 from dbt_merge.parquet import sql as q
-from dbt_merge.parquet.api import dataset_read_sql, run_merge
+from dbt_merge.parquet.api import MergeReport, Pending, dataset_read_sql, run_merge
 from dbt_merge.parquet.errors import ParquetMergeError
 
 RESULT_COLUMNS = (
     "error varchar, inserted bigint, updated bigint, deleted bigint, unchanged bigint,"
-    " total bigint, read_sql varchar, skipped varchar"
+    " total bigint, read_sql varchar, skipped varchar, final_sql varchar, publish varchar"
 )
+
+# Merges written but not yet published, by result table name: (dbt invocation, dataset root,
+# the pending publish). The materialization publishes after the model's view and its
+# post-hooks (parquet_dataset_finish), by calling a SQL function this job registers on the
+# model's connection. A model that fails before that leaves its entry here, holding the
+# dataset's lock: the next job of another dbt invocation (or of the same dataset) aborts it,
+# and so does the end of the process.
+_PENDING: dict[str, tuple[str, str, Pending]] = {}
+_PENDING_LOCK = threading.Lock()
+_NUMBERS = itertools.count()
 
 
 def run_job(connection: Any, args: dict[str, Any]) -> None:
@@ -31,10 +50,11 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
     con = getattr(connection, "_cursor", connection)  # dbt-duckdb wraps its cursor
     con = getattr(con, "_cursor", con)
     row: tuple
+    _abandon(args.get("invocation_id") or "", args["location"])
     if args.get("skipped"):
         # --empty / --sample: the dataset is left as it is; the view reads it as it is
         read_sql = dataset_read_sql(args["location"])
-        row = (None, None, None, None, None, None, read_sql, args["skipped"])
+        row = (None, None, None, None, None, None, read_sql, args["skipped"], None, None)
         _write_result(con, args["result"], row)
         return
     try:
@@ -55,22 +75,92 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
             max_delete_fraction=_default(args.get("max_delete_fraction"), 0.5),
             full_refresh=bool(args.get("full_refresh")),
             error_prefix="",
+            defer_publish=True,
         )
         s = report.stats
-        read_sql = q.read_dataset(report.root, report.hive_types or None, report.columns)
+        final_sql = q.read_dataset(report.root, report.hive_types or None, report.columns)
         counts = (s["inserted"], s["updated"], s["deleted"], s["unchanged"], s["total"])
-        row = (None, *counts, read_sql, None)
+        function = _register(con, args, report)
+        row = (None, *counts, _new_state_sql(report), None, final_sql, function)
     except ParquetMergeError as e:
-        row = (str(e), None, None, None, None, None, None, None)
+        row = (str(e), None, None, None, None, None, None, None, None, None)
     except duckdb.Error as e:
-        row = (f"{type(e).__name__}: {e}", None, None, None, None, None, None, None)
+        row = (f"{type(e).__name__}: {e}", None, None, None, None, None, None, None, None, None)
     _write_result(con, args["result"], row)
+
+
+def _new_state_sql(report: MergeReport) -> str:
+    """A relation over the dataset as the merge leaves it, before it is published: the files
+    that stay and the new ones, still in the work folder (the model's view reads this until
+    the publish, so its post-hooks see the merged rows, as a table's would)."""
+    assert report.pending is not None
+    files = report.pending.files
+    hive = None
+    if report.hive_types:
+        names = list(report.hive_types)
+        values = {path: layout.partition_values(rel, names) for path, rel in files}
+        hive = q.Hive(report.hive_types, values)
+    listed = ", ".join(q.quote(c) for c in report.columns)
+    return f"(select {listed} from {q.read_files([p for p, _ in files], hive)})"
+
+
+def _register(con: Any, args: dict[str, Any], report: MergeReport) -> str:
+    """Keep the pending publish and register the SQL function that runs it: its name."""
+    assert report.pending is not None
+    # SQL functions live in the database's catalog, across its connections: one name per merge
+    name = f"{args['result']}_publish_{next(_NUMBERS)}"
+    with _PENDING_LOCK:
+        _PENDING[args["result"]] = (args.get("invocation_id") or "", report.root, report.pending)
+
+    def publish() -> str:
+        with _PENDING_LOCK:
+            entry = _PENDING.pop(args["result"], None)
+        if entry is None or entry[2] is not report.pending:
+            raise ParquetMergeError(
+                f"the merge into {report.root} was abandoned before it was published (another "
+                "run of the model, or of the same dataset, started meanwhile). The dataset was "
+                "not changed by this run; running it again is safe."
+            )
+        report.pending.publish()
+        return "published"
+
+    con.create_function(name, publish, [], duckdb.sqltype("VARCHAR"), side_effects=True)
+    return q.quote(name)
+
+
+def _abandon(invocation: str, location: str) -> None:
+    """Abort the pending publishes a failed model left: those of another dbt invocation, and
+    any of this dataset."""
+    root = _root(location)
+    with _PENDING_LOCK:
+        stale = [
+            key
+            for key, (inv, pending_root, _) in _PENDING.items()
+            if inv != invocation or pending_root == root
+        ]
+        entries = [_PENDING.pop(key) for key in stale]
+    for _, _, pending in entries:
+        pending.abort()
+
+
+def _root(location: str) -> str:
+    return os.path.abspath(os.fspath(location))
+
+
+@atexit.register
+def _abort_all() -> None:
+    with _PENDING_LOCK:
+        entries = list(_PENDING.values())
+        _PENDING.clear()
+    for _, _, pending in entries:
+        pending.abort()
 
 
 def _write_result(con: Any, name: str, row: tuple) -> None:
     result = q.quote(name)
     con.execute(f"create or replace temporary table {result} ({RESULT_COLUMNS})")
-    con.execute(f"insert into {result} values (?, ?, ?, ?, ?, ?, ?, ?)", list(row))
+    marks = ", ".join("?" for _ in row)
+    con.execute(f"insert into {result} values ({marks})", list(row))
 
 
 def _default(value: Any, default: Any) -> Any:

@@ -82,10 +82,28 @@ class Hive:
     values: dict[str, tuple]
 
 
-def read_files(paths: Sequence[str], hive: Hive | None, filename_column: str | None = None) -> str:
+def read_files(
+    paths: Sequence[str],
+    hive: Hive | None,
+    filename_column: str | None = None,
+    columns: Sequence[Column] | None = None,
+) -> str:
     """A relation (for FROM) over exactly these files, union_by_name (files may differ in
     columns), with the partition columns of a hive dataset last, and optionally each row's
-    file path as `filename_column`."""
+    file path as `filename_column`. With `columns` (the whole dataset's schema), the relation
+    has exactly those columns and types whichever files are read: a column these files lack
+    is NULL, a narrower type is widened (schema evolution)."""
+    relation = _read_files(paths, hive, filename_column)
+    if columns is None:
+        return relation
+    typed = ", ".join(f"cast(null as {c.dtype}) as {quote(c.name)}" for c in columns)
+    return (
+        f"((select {typed} limit 0) union all by name"
+        f" (select * from {relation} as dbt_merge_read))"
+    )
+
+
+def _read_files(paths: Sequence[str], hive: Hive | None, filename_column: str | None) -> str:
     files = ", ".join(literal(p) for p in paths)
     if hive is None:
         extra = f", filename = {literal(filename_column)}" if filename_column else ""
@@ -144,10 +162,12 @@ def row_group_ranges_sql(
     metadata: str, range_keys: Sequence[Column], file_column: str, lo: list[str], hi: list[str]
 ) -> str:
     """One row per (file, row group): the min and max of each range key, typed, NULL when the
-    file has no usable statistics for it. `metadata` is a parquet_metadata(...) call."""
+    file has no usable statistics for it. `metadata` is parquet_metadata(...) rows with one
+    more column, dbt_merge_key: the index of the range key whose leaf column the row is
+    (key_leaves_sql), never found by its printed path (see schema.py)."""
     columns = [f"file_name as {quote(file_column)}"]
-    for key, lo_name, hi_name in zip(range_keys, lo, hi, strict=True):
-        is_key = f"lower(path_in_schema) = {literal(key.name.lower())}"
+    for index, (key, lo_name, hi_name) in enumerate(zip(range_keys, lo, hi, strict=True)):
+        is_key = f"dbt_merge_key = {index}"
         columns.append(
             f"max(case when {is_key} then try_cast(stats_min_value as {key.dtype}) end)"
             f" as {quote(lo_name)}"
@@ -157,6 +177,19 @@ def row_group_ranges_sql(
             f" as {quote(hi_name)}"
         )
     return f"select {', '.join(columns)} from {metadata} group by file_name, row_group_id"
+
+
+def key_leaves_sql(file_list: str, leaves: Sequence[tuple[str, int, int]]) -> str:
+    """parquet_metadata rows of the range keys' leaf columns only, each with dbt_merge_key:
+    `leaves` is (file, column_id, range key index) per file and key."""
+    rows = ", ".join(f"({literal(f)}, {int(c)}, {int(k)})" for f, c, k in leaves)
+    return (
+        f"(select dbt_merge_md.*, dbt_merge_leaves.dbt_merge_key"
+        f" from parquet_metadata({file_list}) as dbt_merge_md"
+        f" join (values {rows}) as dbt_merge_leaves(dbt_merge_file, dbt_merge_column,"
+        f" dbt_merge_key) on dbt_merge_md.file_name = dbt_merge_leaves.dbt_merge_file"
+        f" and dbt_merge_md.column_id = dbt_merge_leaves.dbt_merge_column)"
+    )
 
 
 def candidate_files_sql(
@@ -311,7 +344,8 @@ def rewrite_file_sql(
     ]
     order = ", ".join(f"{DST}.{quote(k)}" for k in images.keys)
     return (
-        f"select {', '.join(values)} from {read_files([file], hive)} as {DST}"
+        f"select {', '.join(values)} from"
+        f" {read_files([file], hive, columns=images.target_columns)} as {DST}"
         f" left join (select * from {matched_source} where {quote(file_column)} = {literal(file)})"
         f" as {SRC} on {key_match} where {images.kept()} order by {order}"
     )
