@@ -66,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
             )
     text = "print the merge statistics of a dbt run (run_results.json) as a Markdown table"
     report = commands.add_parser("report", help=text, description=text)
-    report.add_argument("run_results", help="run_results.json of a run, e.g. target/")
+    report.add_argument("run_results", help="a dbt run's target/run_results.json")
     report.add_argument(
         "--manifest",
         default=None,
