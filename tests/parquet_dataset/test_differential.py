@@ -38,6 +38,7 @@ from dbt_merge.parquet.api import _api_wording
 from reliability.cases import ERROR_EXCERPTS, STRATEGY_NAMES, Case, generate_cases
 from reliability.coltypes import engine_type
 from reliability.reference import MergeError, canonical, merge, update_columns
+from suite_summary import record_cases
 
 from .datasets import fingerprint, read_dataset
 
@@ -268,8 +269,10 @@ def test_case_mix():
 
 @pytest.mark.parametrize("strategy", STRATEGY_NAMES)
 def test_parquet_matches_reference(strategy, tmp_path):
-    failures = []
+    failures, cases, failed = [], 0, 0
     for index, case in enumerate(all_cases()):
         if case.strategy == strategy:
-            failures += run_case(index, case, tmp_path)
+            found = run_case(index, case, tmp_path)
+            cases, failed, failures = cases + 1, failed + bool(found), failures + found
+    record_cases(cases, failed)
     assert not failures, f"{len(failures)} failures:\n\n" + "\n\n".join(failures[:8])
