@@ -31,6 +31,7 @@ RULES = (
     (r"tests/clickhouse/", "clickhouse {engine}"),
     (r"tests/test_integration\.py", "integration {engine}"),
     (r"tests/test_ci_workflow\.py", "ci workflow"),
+    (r"tests/test_(report|suite_summary)\.py", "unit"),
     (r"", "other {engine}"),
 )
 _CASES = "suite_summary_cases"
