@@ -19,20 +19,25 @@ from dataclasses import dataclass
 
 import pytest
 
-#: (pattern over "path::test name", suite name), the first match wins; {engine} is the item's
-#: engine (thrift, spark or duckdb, from its marks), {what} the pattern's group, `_` as spaces
+#: (pattern over "path::test name", suite name), the first match wins. {engine} is the item's
+#: engine from its marks (thrift, spark, else duckdb), {on} the same for suites whose other tests
+#: need no engine (" thrift", " spark", else nothing), {what} the pattern's group, `_` as spaces.
 RULES = (
     (r"tests/reliability/test_differential\.py::test_(?P<engine>duckdb|spark|thrift)_"
      r"(?P<what>\w+?)_match_reference", "differential {engine} {what}"),
-    (r"tests/reliability/test_differential\.py", "differential {engine}"),
-    (r"tests/parquet_dataset/test_differential\.py", "differential parquet"),
+    (r"tests/reliability/test_differential\.py::test_\w+_matches_reference",
+     "differential {engine}"),
+    (r"tests/reliability/test_differential\.py", "differential generator"),
+    (r"tests/parquet_dataset/test_differential\.py::test_parquet_matches_reference",
+     "differential parquet"),
     (r"tests/parquet_dataset/", "parquet"),
+    (r"tests/reliability/test_reference\.py", "reference"),
     (r"tests/reliability/test_(?P<what>\w+)\.py", "{what} {engine}"),
-    (r"tests/clickhouse/", "clickhouse {engine}"),
+    (r"tests/clickhouse/", "clickhouse{on}"),
     (r"tests/test_integration\.py", "integration {engine}"),
     (r"tests/test_ci_workflow\.py", "ci workflow"),
     (r"tests/test_(report|suite_summary)\.py", "unit"),
-    (r"", "other {engine}"),
+    (r"", "other{on}"),
 )
 _CASES = "suite_summary_cases"
 _FAILED = "suite_summary_failed"
@@ -63,7 +68,8 @@ def suite_of(nodeid: str, engine: str) -> str:
         m = re.match(pattern, where)
         if m:
             groups = {k: v.replace("_", " ") for k, v in m.groupdict().items()}
-            return suite.format(**{"engine": engine, **groups}).strip()
+            on = "" if engine == "duckdb" else f" {engine}"
+            return suite.format(**{"engine": engine, "on": on, **groups})
     raise AssertionError("the last rule matches everything")
 
 
