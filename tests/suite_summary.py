@@ -150,6 +150,7 @@ def summarize() -> dict[str, Suite]:
     return dict(suites)
 
 
+@pytest.hookimpl(trylast=True)  # after --durations; only pytest's short summary follows
 def pytest_terminal_summary(terminalreporter) -> None:
     suites = summarize()
     if not suites:
