@@ -169,12 +169,15 @@ def _land(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from dbt_merge.report import format_markdown, load_report
 
-    text = format_markdown(load_report(args.run_results, args.manifest))
-    if args.output:
-        with open(args.output, "a", encoding="utf-8") as out:
-            out.write(text)
-    else:
-        print(text, end="")
+    try:
+        text = format_markdown(load_report(args.run_results, args.manifest))
+        if args.output:
+            with open(args.output, "a", encoding="utf-8") as out:
+                out.write(text)
+        else:
+            print(text, end="")
+    except OSError as error:  # a missing run_results.json: a message, not a traceback
+        raise RuntimeError(str(error)) from error
     return 0
 
 
@@ -184,13 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = {"inspect": _inspect, "land": _land, "report": _report}[args.command]
     try:
         return command(args)
-    except (
-        FinalNotSupportedError,
-        TableNotFoundError,
-        ValueError,
-        RuntimeError,
-        OSError,
-    ) as error:
+    except (FinalNotSupportedError, TableNotFoundError, ValueError, RuntimeError) as error:
         print(f"dbt-merge: error: {error}", file=sys.stderr)
         return 1
 
