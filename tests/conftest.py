@@ -17,6 +17,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from suite_summary import (  # noqa: F401 (hooks: one line per suite at the end of the run)
+    pytest_collection_modifyitems,
+    pytest_runtest_logreport,
+    pytest_runtest_protocol,
+    pytest_terminal_summary,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 INTEGRATION = ROOT / "integration_tests"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -127,13 +128,18 @@ def _engine_run(request, engine: str) -> dict:
         assert dbt(engine, "seed", "--full-refresh").success
         first = dbt(engine, "run", "--full-refresh", phase="initial")
         second = dbt(engine, "run", "--exclude", "tag:error_case")
+        # the increment's run_results.json and manifest.json, for `dbt-merge report`
+        kept = request.getfixturevalue("state_dir") / "run_results" / engine
+        kept.mkdir(parents=True, exist_ok=True)
+        for name in ("run_results.json", "manifest.json"):
+            shutil.copy(PROJECT / f"target/{engine}/{name}", kept / name)
         test = dbt(engine, "test", "--exclude", "tag:error_case")
         run_results = json.loads((PROJECT / f"target/{engine}/run_results.json").read_text())
         third = dbt(engine, "run", "--exclude", "tag:error_case")
         tables = Tables(engine, spark, thrift_port)
         _RUNS[engine] = {
             "engine": engine, "first": first, "second": second, "test": test, "third": third,
-            "test_results": run_results, "tables": tables,
+            "test_results": run_results, "tables": tables, "second_files": kept,
             "final": {m: tables.read(m) for m in MERGE_MODELS},
         }
     return _RUNS[engine]
@@ -169,6 +175,39 @@ def test_run_results_json_carries_statistics(engine_run):
         msg = second.result(model).adapter_response["_message"]
         for name in STAT_NAMES:
             assert f"{EXPECTED_STATS[model][name]} {name}" in msg
+
+
+def test_report_of_the_increment(engine_run, tmp_path):
+    """`dbt-merge report` on the increment's real run_results.json: one row per merge model with
+    the counts dbt reported, the dry-run model marked, the strategies from the manifest."""
+    from dbt_merge.cli import main
+    from dbt_merge.report import load_report
+
+    report = load_report(engine_run["second_files"] / "run_results.json")
+    rows = {r.model: r for r in report.merges}
+    assert sorted(rows) == MERGE_MODELS
+    manifest = json.loads((engine_run["second_files"] / "manifest.json").read_text())
+    for model, row in rows.items():
+        config = manifest["nodes"][f"model.dbt_merge_integration_tests.{model}"]["config"]
+        assert (row.status, row.strategy, dict(row.counts), row.dry_run, row.skipped) == (
+            "success", config.get("strategy", "upsert"), EXPECTED_STATS[model],
+            model in DRY_RUN_MODELS, None), model
+        assert row.held_back == (1 if model == "conditional_update" else None), model
+    assert [(n.resource_type, n.status) for n in report.others] == [("model", "success")]
+
+    out = tmp_path / "summary.md"
+    out.write_text("before\n")
+    assert main(["report", str(engine_run["second_files"] / "run_results.json"),
+                 "--output", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("before\n### dbt-merge: merge statistics\n")  # appended
+    assert "**DRY RUN** for 1 model (nothing written); the others wrote their changes." in text
+    table = [line for line in text.splitlines() if line.startswith("| `")]
+    assert len(table) == len(MERGE_MODELS)
+    assert "| `upsert` | success | upsert | 1 | 2 | 0 | 1 | 5 |  |  |  |" in table
+    assert "| `conditional_update` | success | upsert | 1 | 1 | 0 | 1 | 5 | 1 |  |  |" in table
+    assert "| `dry_run` | success | upsert | 1 | 2 | 0 | 1 | 5 |  |  | yes |" in table
+    assert "failed" not in text
 
 
 def test_models_equal_expected_and_keys_unique(engine_run):

@@ -1,4 +1,5 @@
-"""`dbt-merge inspect` and `dbt-merge land`: the ClickHouse sources of a dbt project."""
+"""`dbt-merge inspect` and `dbt-merge land`: the ClickHouse sources of a dbt project.
+`dbt-merge report`: the merge statistics of a dbt run as a Markdown table."""
 
 from __future__ import annotations
 
@@ -63,6 +64,20 @@ def _parser() -> argparse.ArgumentParser:
                 default=None,
                 help="folder for staged Parquet files, readable by Spark",
             )
+    text = "print the merge statistics of a dbt run (run_results.json) as a Markdown table"
+    report = commands.add_parser("report", help=text, description=text)
+    report.add_argument("run_results", help="a dbt run's target/run_results.json")
+    report.add_argument(
+        "--manifest",
+        default=None,
+        help="manifest.json naming the strategy of merge models that failed (default: the one "
+        "beside run_results.json, if any)",
+    )
+    report.add_argument(
+        "--output",
+        default=None,
+        help="append the report to this file instead of printing it (e.g. $GITHUB_STEP_SUMMARY)",
+    )
     return parser
 
 
@@ -151,10 +166,25 @@ def _land(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from dbt_merge.report import format_markdown, load_report
+
+    try:
+        text = format_markdown(load_report(args.run_results, args.manifest))
+        if args.output:
+            with open(args.output, "a", encoding="utf-8") as out:
+                out.write(text)
+        else:
+            print(text, end="")
+    except OSError as error:  # a missing run_results.json: a message, not a traceback
+        raise RuntimeError(str(error)) from error
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `dbt-merge` console script."""
     args = _parser().parse_args(argv)
-    command = {"inspect": _inspect, "land": _land}[args.command]
+    command = {"inspect": _inspect, "land": _land, "report": _report}[args.command]
     try:
         return command(args)
     except (FinalNotSupportedError, TableNotFoundError, ValueError, RuntimeError) as error:

@@ -1,7 +1,8 @@
 {#-
   Hand the statistics to dbt as the model's result: the console line shows the message, and
   run_results.json carries it as adapter_response (_message, code, rows_affected). A run that
-  did not write ({'skipped': reason}) says so instead of counts.
+  did not write ({'skipped': reason}) says so instead of counts. `dbt-merge report` reads the
+  statistics back from these messages (adapter/dbt_merge/report.py): change both together.
 -#}
 {% macro report_merge_stats(plan_strategy, stats) %}
   {% if stats.skipped %}

@@ -48,6 +48,7 @@ from dbt_merge.parquet.api import _api_wording
 from reliability.cases import ERROR_EXCERPTS, STRATEGY_NAMES, Case, generate_cases
 from reliability.coltypes import engine_type
 from reliability.reference import MergeError, Options, canonical, merge, update_columns
+from suite_summary import record_cases
 
 from . import stored_cases as stored
 from .datasets import fingerprint, read_dataset
@@ -279,10 +280,12 @@ def test_case_mix():
 
 @pytest.mark.parametrize("strategy", STRATEGY_NAMES)
 def test_parquet_matches_reference(strategy, tmp_path):
-    failures = []
+    failures, cases, failed = [], 0, 0
     for index, case in enumerate(all_cases()):
         if case.strategy == strategy:
-            failures += run_case(index, case, tmp_path)
+            found = run_case(index, case, tmp_path)
+            cases, failed, failures = cases + 1, failed + bool(found), failures + found
+    record_cases(cases, failed)
     assert not failures, f"{len(failures)} failures:\n\n" + "\n\n".join(failures[:8])
 
 
@@ -450,8 +453,10 @@ def test_stored_case_mix():
 
 @pytest.mark.parametrize("strategy", stored.STRATEGIES)
 def test_stored_types_and_schema_histories_match_reference(strategy, tmp_path):
-    failures = []
+    failures, cases, failed = [], 0, 0
     for case in stored_cases():
         if case.strategy == strategy:
-            failures += run_stored_case(case, tmp_path)
+            found = run_stored_case(case, tmp_path)
+            cases, failed, failures = cases + 1, failed + bool(found), failures + found
+    record_cases(cases, failed)
     assert not failures, f"{len(failures)} failures:\n\n" + "\n\n".join(failures[:6])

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import pytest
 from dbt_helpers import run_dbt
+from suite_summary import record_cases
 
 from .cases import (
     ERROR_EXCERPTS,
@@ -446,6 +447,7 @@ def expected_kind(case: Case, engine: str) -> str:
 
 
 def finish(engine: str, cases, failures: list[Failure], tmp: Path, dialect: str = "") -> None:
+    record_cases(len(cases), len({f.case.id for f in failures}))
     text = report(engine, cases, failures, dialect or engine)
     folder = Path(os.environ.get("DBT_MERGE_REPORT_DIR") or tmp)
     folder.mkdir(parents=True, exist_ok=True)
