@@ -18,7 +18,7 @@
        overwrite, so that the other partitions are not touched. A table without partitions is
        rewritten whole.
   Not one commit: steps 1 and 3 are separate statements, and 3 swaps partitions one at a time
-  (README, "Atomicity"). The statistics are those already counted; nothing here changes them.
+  (docs/how-it-works.md, "Atomicity"). The statistics are those already counted; nothing here changes them.
 -#}
 {% macro overwrite_partitions(plan, counts, storage) %}
   {{ return(adapter.dispatch('overwrite_partitions', 'dbt_merge')(plan, counts, storage)) }}

@@ -185,7 +185,7 @@ def run_merge(
         raise ParquetMergeError(
             prefix + "target_path must be a local folder: object stores (s3://, gs://, ...) have "
             "no atomic rename, so a merge there could leave rows missing or doubled if it "
-            "stopped halfway (see the README, Parquet datasets: guarantees). The dataset was "
+            "stopped halfway (see docs/parquet-datasets.md, Guarantees). The dataset was "
             "not changed."
         )
     root = Path(os.path.abspath(os.fspath(target_path)))
