@@ -87,6 +87,8 @@
     {#-- --empty / --sample shrink the SELECT: merging it would delete or miss rows for no reason --#}
     {% set stats = {'skipped': skipped} %}
   {% else %}
+    {#-- the table state counted, checked and written: the write refuses a table that changed since --#}
+    {% do plan.update({'snapshot': dbt_merge.counted_snapshot(plan.target)}) %}
     {% set keep_changes = dbt_merge.materialize_changes(plan) %}
     {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan), materialize=keep_changes) %}
     {% do work_relations.insert(0, [plan.changes, keep_changes]) %}

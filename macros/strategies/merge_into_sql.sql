@@ -7,9 +7,11 @@
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
   {%- set action = dbt_merge.quote_identifier(plan.names.action) -%}
+  {%- set guard = dbt_merge.snapshot_guard_sql(plan) %}
   merge into {{ plan.target }} as {{ dst }}
   using (
     select * from {{ plan.changes }} where {{ action }} in ('I', 'U', 'D', 'C')
+    {%- if guard %} and {{ guard }}{% endif %}
   ) as {{ src }}
   on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
   {%- for predicate in plan.predicates %} and ({{ predicate }}){% endfor %}
@@ -32,22 +34,35 @@
     delete_condition, the matched rows left as they are (unchanged, held back) are left out of
     the source, so that files holding only such rows are not rewritten; not for full_merge,
     where a target row must be matched to be kept: there the update clause carries the change
-    (and merge_update_condition) test itself. Without an update or delete clause the MERGE is an
-    anti-join append (Spark plans an insert-only MERGE so) and needs no filter. Target rows with
-    a NULL key or outside incremental_predicates are never deleted. -#}
+    (and merge_update_condition) test itself. Target rows with a NULL key or outside
+    incremental_predicates are never deleted.
+    Every MERGE has a WHEN MATCHED clause: Spark plans one without as an append, which Iceberg
+    commits without checking for other writers' commits (a key committed meanwhile would be in the
+    table twice). When the plan only inserts, the source is then the rows counted new (when some
+    matched rows are left as they are), and a match fails the statement: such a key was committed
+    by another writer after the counts. The source rows pass snapshot_guard_sql: the table must
+    still be the snapshot counted. -#}
 {% macro merge_source_rows_sql(plan, counts) %}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
   {%- set full = plan.actions.target_only == 'delete' -%}
   {%- set columns = dbt_merge._written_columns(plan) -%}
   {%- set kept = counts.unchanged + (counts.held_back or 0) -%}
-  {%- set filtered = kept > 0 and counts.updated + counts.condition_deletes > 0 and not full -%}
+  {%- set inserts_only = counts.updated + counts.condition_deletes + counts.unmatched == 0 -%}
+  {%- set filtered = kept > 0 and (inserts_only or (counts.updated + counts.condition_deletes > 0 and not full)) -%}
   {%- set del = dbt_merge._delete_flag(plan) if plan.delete_condition else none -%}
+  {%- set rows = dbt_merge._source_rows_sql(plan, 'changed' if filtered else none,
+                                           keep_deleted=plan.delete_condition or plan.update_condition) -%}
+  {%- set guard = dbt_merge.snapshot_guard_sql(plan) -%}
   merge into {{ plan.target }} as {{ dst }}
-  using ({{ dbt_merge._source_rows_sql(plan, 'changed' if filtered else none,
-                                       keep_deleted=plan.delete_condition or plan.update_condition) }}) as {{ src }}
+  using ({{ 'select * from (' ~ rows ~ ') as ' ~ src ~ ' where ' ~ guard if guard else rows }}) as {{ src }}
   on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
   {%- for predicate in plan.predicates %} and ({{ predicate }}){% endfor %}
+  {%- if inserts_only %}
+  {%- set q = dbt_merge.quote_identifier(columns[0]) %}
+  when matched then update set {{ dst }}.{{ q }} = coalesce(raise_error({{ dbt_merge._sql_string(
+      dbt_merge._concurrent_insert_message(plan)) }}), {{ dst }}.{{ q }})
+  {%- endif %}
   {%- if counts.condition_deletes > 0 %}
   when matched and {{ del }} {%- if plan.soft_delete %} and {{ dbt_merge._live(plan) }}{% endif %} then {{ dbt_merge._merge_delete_action(plan) }}
   {%- endif %}
@@ -74,4 +89,12 @@
 {#- What a MERGE does to a target row it removes: delete it, or soft-delete it. -#}
 {% macro _merge_delete_action(plan) %}
   {{ return('update set ' ~ dbt_merge._soft_delete_assignments(plan, true) if plan.soft_delete else 'delete') }}
+{% endmacro %}
+
+{#- What a MERGE that only inserts says when a key counted new is in the table as it writes. -#}
+{% macro _concurrent_insert_message(plan) %}
+  {{ return("dbt_merge: model '" ~ model.name ~ "': another writer committed to " ~ plan.target
+      ~ " a key that this run counted as new, after it counted its changes, so nothing was written "
+      ~ "(the key would have been in the table twice). Running the model again is safe: it counts "
+      ~ "the table as it is then.") }}
 {% endmacro %}

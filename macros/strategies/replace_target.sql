@@ -23,52 +23,78 @@
    partitioned table by MERGE INTO.
    Unlike MERGE INTO, Iceberg's SQL INSERT OVERWRITE does not check for commits made since the
    snapshot it read: another writer's commit in between would be silently replaced. So the rows
-   are read from the table's current snapshot by id, and the commit's parent must be that
-   snapshot (_check_replaced_snapshot). #}
+   are read by id from the snapshot the merge counted (plan.snapshot, counted_snapshot), the
+   statement fails before it commits when the table is no longer that snapshot as it runs
+   (snapshot_guard_sql), and the commit's parent must be that snapshot: a commit that lands while
+   the overwrite runs is caught only afterwards (_check_replaced_snapshot), since Spark SQL cannot
+   pass Iceberg the write options (isolation-level, validate-from-snapshot-id) that would make
+   the overwrite's own commit check for it. #}
 {% macro spark__replace_target(plan, counts, storage) %}
-  {% set read = dbt_merge._current_snapshot(plan.target) if storage.provider == 'iceberg' else none %}
+  {% set read = none %}
+  {% if storage.provider == 'iceberg' %}
+    {% set read = plan.get('snapshot') if plan.get('snapshot') is not none else dbt_merge._current_snapshot(plan.target) %}
+  {% endif %}
+  {% set guard = dbt_merge.snapshot_guard_sql(plan) if read == plan.get('snapshot') else none %}
   {#- an unpartitioned table is overwritten whole in either partition overwrite mode, when at least
       one row is written (choose_full_merge_write merges a table the merge leaves empty) -#}
   {% if storage.partitioned %}
     {{ dbt_merge.raise_merge_error("internal: a whole-table overwrite of the partitioned table " ~ plan.target
         ~ " (choose_full_merge_write writes a partitioned table by MERGE INTO).") }}
   {% endif %}
-  {% do dbt_merge.run_statement('insert overwrite table ' ~ plan.target ~ ' '
-      ~ dbt_merge._merged_rows_sql(plan, counts, storage.columns, [], version=read), 'dbt_merge_overwrite') %}
+  {% set rows = dbt_merge._merged_rows_sql(plan, counts, storage.columns, [], version=read) %}
+  {% if guard %}
+    {% set rows = 'select * from (' ~ rows ~ ') as dbt_merge_rows where ' ~ guard %}
+  {% endif %}
+  {% do dbt_merge.run_statement('insert overwrite table ' ~ plan.target ~ ' ' ~ rows, 'dbt_merge_overwrite') %}
   {% if storage.provider == 'iceberg' %}
-    {% do dbt_merge._check_replaced_snapshot(plan.target, read) %}
+    {% set schema = plan.schema %}
+    {% do dbt_merge._check_replaced_snapshot(plan.target, read,
+        restorable=schema is none or not (schema.added or schema.removed or schema.retyped)) %}
   {% endif %}
 {% endmacro %}
 
-{#- The id (text) of an Iceberg table's current snapshot as this session sees it, or none before
-    its first commit. -#}
-{% macro _current_snapshot(relation) %}
-  {#- text: the result's type inference may read the id as a number -#}
-  {% set value = dbt_merge.run_sql('show tblproperties ' ~ relation ~ " ('current-snapshot-id')",
-                                   'dbt_merge_describe').rows[0][1] | string %}
-  {{ return(none if value in ['None', 'none'] or 'does not have property' in value else value) }}
-{% endmacro %}
-
-{#- After an INSERT OVERWRITE of an Iceberg table that read snapshot `read`: fail, naming the
-    snapshots, when another commit came between (the commit's parent is not `read`), since the
-    changes of that commit are then no longer in the table. -#}
-{% macro _check_replaced_snapshot(relation, read) %}
+{#- After an INSERT OVERWRITE of an Iceberg table that read snapshot `read`: when another commit
+    came between (the commit's parent is not `read`), the changes of that commit are no longer in
+    the table. Then, if `restorable` (this run changed no column), put the rows of that parent
+    back with one more INSERT OVERWRITE, guarded like the write (it fails if yet another commit
+    lands on top of ours), and fail saying that nothing of this run remains and a retry is safe;
+    otherwise, or if that fails, fail naming the snapshot to roll back to. -#}
+{% macro _check_replaced_snapshot(relation, read, restorable=false) %}
   {% set written = dbt_merge._current_snapshot(relation) %}
   {% if written == read %}
     {{ dbt_merge.raise_merge_error("internal: the INSERT OVERWRITE of " ~ relation ~ " made no commit (the table "
         ~ "is still snapshot " ~ read ~ "), so the merge was not written. Set full_merge_write='merge' and run "
         ~ "this model again.") }}
   {% endif %}
-  {% set rows = dbt_merge.run_sql('select parent_id from ' ~ relation ~ '.snapshots where snapshot_id = '
-                                  ~ written, 'dbt_merge_describe').rows %}
-  {% set parent = rows[0][0] if rows else none %}
-  {% if (parent | string if parent is not none else none) != read %}
-    {{ dbt_merge.raise_merge_error("another writer committed to " ~ relation ~ " while this run overwrote it: "
-        ~ "the merged rows were read from snapshot " ~ read ~ ", but their commit (snapshot " ~ written
-        ~ ") landed on top of snapshot " ~ parent ~ ", so what was committed after " ~ read
-        ~ " is no longer in the table (Iceberg's INSERT OVERWRITE does not check for that, as MERGE INTO "
-        ~ "does). Restore it: CALL <catalog>.system.rollback_to_snapshot('" ~ relation ~ "', " ~ parent
-        ~ "), then run this model again. For a table that other jobs write at the same time, set "
-        ~ "full_merge_write='merge': MERGE INTO fails on such a conflict and commits nothing.") }}
+  {% set parent = dbt_merge._parent_snapshot(relation, written) %}
+  {% if parent == read %}
+    {{ return(none) }}
   {% endif %}
+  {% set what = "another writer committed to " ~ relation ~ " while this run overwrote it: the merged rows were "
+      ~ "read from snapshot " ~ read ~ ", but their commit (snapshot " ~ written ~ ") landed on top of snapshot "
+      ~ parent ~ " (Iceberg's INSERT OVERWRITE does not check for that, as MERGE INTO does)" %}
+  {% set rollback = what ~ ", so what was committed after " ~ read ~ " is no longer in the table. Restore it: "
+      ~ "CALL <catalog>.system.rollback_to_snapshot('" ~ relation ~ "', " ~ parent ~ "), then run this model "
+      ~ "again. For a table that other jobs write at the same time, set full_merge_write='merge': MERGE INTO "
+      ~ "fails on such a conflict and commits nothing." %}
+  {% if restorable and parent is not none %}
+    {% do dbt_merge.run_statement('insert overwrite table ' ~ relation ~ ' select * from ' ~ relation
+        ~ ' version as of ' ~ parent ~ ' where ' ~ dbt_merge._snapshot_is_sql(relation, written,
+        "dbt_merge: model '" ~ model.name ~ "': " ~ rollback), 'dbt_merge_overwrite') %}
+    {% set restored = dbt_merge._current_snapshot(relation) %}
+    {% if restored != written and dbt_merge._parent_snapshot(relation, restored) == written %}
+      {{ dbt_merge.raise_merge_error(what ~ ". The table has been given back the rows of snapshot " ~ parent
+          ~ " (as snapshot " ~ restored ~ "), so nothing of this run remains in it. Running the model again "
+          ~ "is safe: it counts the table as it is then. For a table that other jobs write at the same time, "
+          ~ "set full_merge_write='merge': MERGE INTO fails on such a conflict and commits nothing.") }}
+    {% endif %}
+  {% endif %}
+  {{ dbt_merge.raise_merge_error(rollback) }}
+{% endmacro %}
+
+{#- The parent (text) of snapshot `snapshot` of an Iceberg table, or none. -#}
+{% macro _parent_snapshot(relation, snapshot) %}
+  {% set rows = dbt_merge.run_sql('select parent_id from ' ~ relation ~ '.snapshots where snapshot_id = '
+                                  ~ snapshot, 'dbt_merge_describe').rows %}
+  {{ return(rows[0][0] | string if rows and rows[0][0] is not none else none) }}
 {% endmacro %}

@@ -1,0 +1,42 @@
+{#-
+  A boolean SQL condition that is true while `plan.target` is still the snapshot the merge counted
+  (plan.snapshot, counted_snapshot) and otherwise fails the statement it stands in with the
+  package's message, or none when there is no snapshot to guard.
+  The write (MERGE INTO, INSERT OVERWRITE) filters its source rows with it. Spark runs the scalar
+  subquery when the statement executes, after it has chosen the snapshot its target scan reads, and
+  reads the table's `main` reference through the same catalog: a commit that lands after the
+  counts, up to the moment the write runs, fails the write before anything is committed. A commit
+  after that is Iceberg's to refuse: a MERGE that has a WHEN MATCHED clause is validated from the
+  snapshot it read (merge_source_rows_sql keeps one on every MERGE); an INSERT OVERWRITE is not
+  (replace_target checks its commit's parent afterwards).
+-#}
+{% macro snapshot_guard_sql(plan) %}
+  {{ return(adapter.dispatch('snapshot_guard_sql', 'dbt_merge')(plan)) }}
+{% endmacro %}
+
+{% macro default__snapshot_guard_sql(plan) %}
+  {{ return(none) }}
+{% endmacro %}
+
+{% macro spark__snapshot_guard_sql(plan) %}
+  {% if plan.get('snapshot') is none %}
+    {{ return(none) }}
+  {% endif %}
+  {{ return(dbt_merge._snapshot_is_sql(plan.target, plan.snapshot, dbt_merge._concurrent_commit_message(plan))) }}
+{% endmacro %}
+
+{#- True while Iceberg table `relation`'s `main` reference is snapshot `snapshot`; otherwise the
+    statement fails with `message`. -#}
+{% macro _snapshot_is_sql(relation, snapshot, message) %}
+  {{ return("case when (select snapshot_id from " ~ relation ~ ".refs where name = 'main') = " ~ snapshot
+      ~ " then true else raise_error(" ~ dbt_merge._sql_string(message) ~ ") end") }}
+{% endmacro %}
+
+{#- What a run whose table changed under it says (raised inside Spark, so it carries the prefix
+    raise_merge_error would give it). -#}
+{% macro _concurrent_commit_message(plan) %}
+  {{ return("dbt_merge: model '" ~ model.name ~ "': another writer committed to " ~ plan.target
+      ~ " after this run counted its changes on snapshot " ~ plan.snapshot ~ ", so nothing was written "
+      ~ "(the counts and the checks would not be of the table the write changes). Running the model "
+      ~ "again is safe: it counts the table as it is then.") }}
+{% endmacro %}
