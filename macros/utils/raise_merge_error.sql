@@ -2,7 +2,7 @@
     the package, the model, then what is wrong and how to fix it. A merge model's work relations
     are dropped first: a refused run leaves nothing behind, as a successful one does. -#}
 {% macro raise_merge_error(message) %}
-  {% if execute and model.resource_type == 'model' and config.get('materialized') == 'merge' %}
+  {% if execute and model.get('resource_type') == 'model' and config.get('materialized') == 'merge' %}
     {% do dbt_merge.drop_failed_work_relations() %}
   {% endif %}
   {{ exceptions.raise_compiler_error("dbt_merge: model '" ~ model.name ~ "': " ~ message) }}
