@@ -37,7 +37,7 @@
   {% else %}
     {% set staged_copy = dbt_merge.stage_select(relations.stage, sql, materialize=true) %}
   {% endif %}
-  {% set source_columns = adapter.get_columns_in_relation(relations.stage) %}
+  {% set source_columns = dbt_merge.relation_columns(relations.stage) %}
   {% if (config.get('contract') or {}).enforced %}
     {% do get_assert_columns_equivalent('select * from ' ~ relations.stage) %}
   {% endif %}
@@ -46,7 +46,7 @@
   {% set schema = none %}
   {% if not rebuild %}
     {% set schema = dbt_merge.plan_schema_changes(cfg.on_schema_change, target, source_columns,
-                      adapter.get_columns_in_relation(existing)) %}
+                      dbt_merge.relation_columns(existing)) %}
   {% endif %}
   {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_columns, schema) %}
   {% do dbt_merge.check_column_types(plan) %}

@@ -13,25 +13,34 @@
 
 {# Spark: Iceberg and Delta replace a table atomically (`create or replace table ... as`), so the
    old table is dropped first only when it is a view, or a table of another format than the one
-   being built (judged by the table itself, see table_storage). Two settings for the CREATE:
-   without file_format, Spark 3 would make a Hive table of text files (no USING clause), where
-   dbt-spark means its default, parquet: the session's default data source is used instead; and a
-   partitioned Hive table needs dynamic partitions, which Hive refuses in its default strict mode. #}
+   being built (judged by the table itself, see table_storage). Without file_format, dbt-spark
+   writes no USING clause, and Spark 3 would make a Hive table of text files where dbt-spark means
+   its default, parquet: the CREATE names the session's default data source itself
+   (spark.sql.sources.default, parquet unless set otherwise), read, never set. (A session setting such as
+   spark.sql.legacy.createHiveTableByDefault=false, set and put back around the CREATE, reaches
+   the CREATEs other dbt threads run in the same session at that moment, see set_session_conf.)
+   A partitioned Hive table needs dynamic partitions, which Hive refuses in its default strict
+   mode: that setting is left set (keep_session_conf), for the same reason. #}
 {% macro spark__rebuild_target(plan, existing) %}
   {% set file_format = config.get('file_format') or 'parquet' %}
   {% if existing is not none and (existing.is_view or file_format not in ['iceberg', 'delta']
                                   or dbt_merge.table_storage(existing).provider != file_format) %}
     {% do adapter.drop_relation(existing) %}
   {% endif %}
-  {% set settings = {} %}
-  {% if not config.get('file_format') %}
-    {% do settings.update({'spark.sql.legacy.createHiveTableByDefault': 'false'}) %}
-  {% elif file_format == 'hive' and config.get('partition_by') %}
-    {% do settings.update({'hive.exec.dynamic.partition.mode': 'nonstrict'}) %}
+  {% if file_format == 'hive' and config.get('partition_by') %}
+    {% do dbt_merge.keep_session_conf({'hive.exec.dynamic.partition.mode': 'nonstrict'}) %}
   {% endif %}
-  {% set previous = dbt_merge.set_session_conf(settings) %}
-  {% do dbt_merge.run_statement(create_table_as(false, plan.target, dbt_merge.rebuild_rows_sql(plan))) %}
-  {% do dbt_merge.restore_session_conf(previous) %}
+  {% set create = create_table_as(false, plan.target, dbt_merge.rebuild_rows_sql(plan)) %}
+  {% if not config.get('file_format') %}
+    {% set head = 'create table ' ~ plan.target %}
+    {% if head not in create %}
+      {{ dbt_merge.raise_merge_error("cannot add a USING clause to dbt-spark's CREATE statement (no '" ~ head
+          ~ "' in it). Set file_format='parquet' (or another format) on the model.") }}
+    {% endif %}
+    {% set default_source = dbt_merge.run_sql('set spark.sql.sources.default', 'dbt_merge_conf').rows[0][1] %}
+    {% set create = create | replace(head, head ~ ' using ' ~ default_source, 1) %}
+  {% endif %}
+  {% do dbt_merge.run_statement(create) %}
 {% endmacro %}
 
 {#- The rows a first build or full refresh loads: the checked (and deduplicated) SELECT, less the

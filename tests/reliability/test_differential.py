@@ -73,6 +73,7 @@ PER_STRATEGY = {"upsert": 220, "insert": 150, "update": 170, "full_merge": 290, 
 SCALE = {"ci": 1, "long": 5}[PROFILE]
 SPARK_CASES = 80 * SCALE
 THRIFT_EVERY = 8  # of the Spark cases' units: a model over thrift costs seconds, not tenths
+ANSI_EVERY = 4  # of the Spark cases' units that convert a type, run again in ANSI mode
 SCHEMA = "rel_diff"
 #: Iceberg table properties of a merge-on-read target (see merge_on_read)
 MERGE_ON_READ = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
@@ -182,6 +183,20 @@ def thrift_cases() -> tuple[Case, ...]:
     for case in spark_cases():
         units[case.table].append(case)
     return tuple(c for u in list(units.values())[::THRIFT_EVERY] for c in u)
+
+
+@cache
+def ansi_cases() -> tuple[Case, ...]:
+    """Every ANSI_EVERY-th unit of the Spark cases whose SELECT and target differ in a column's
+    type (types:...), with the flags of a plain `dbt run`: run again with
+    spark.sql.ansi.enabled=true, where a cast that cannot hold a value fails instead of giving
+    NULL, and arithmetic overflows fail. The outcome must not change."""
+    units: dict[str, list[Case]] = defaultdict(list)
+    for case in spark_cases():
+        units[case.table].append(case)
+    typed = [u for u in units.values() if all(c.mode == "run" for c in u)
+             and any(f.startswith("types:") for c in u for f in c.features())]
+    return tuple(c for u in typed[::ANSI_EVERY] for c in u)
 
 
 # ------------------------------------------------------------------ running
@@ -581,6 +596,18 @@ def test_spark_matches_reference(spark, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("rel")
     failures = run_engine(SparkEngine(spark), only(spark_cases()), tmp)
     finish("spark", only(spark_cases()), failures, tmp)
+
+
+@pytest.mark.spark
+def test_spark_ansi_matches_reference(spark, tmp_path_factory):
+    """A slice of the Spark cases in ANSI mode (the session dbt's session method shares)."""
+    tmp = tmp_path_factory.mktemp("diff_spark_ansi")
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        failures = run_engine(SparkEngine(spark), only(ansi_cases()), tmp)
+    finally:
+        spark.conf.unset("spark.sql.ansi.enabled")
+    finish("spark_ansi", only(ansi_cases()), failures, tmp, dialect="spark")
 
 
 @pytest.mark.spark

@@ -1,0 +1,151 @@
+"""Spark: columns and values as the table stores them (issue 21, classes 12-15), over the session
+and Thrift methods. One dbt invocation per scenario runs every model of it.
+
+- Column names that start with `#`: every column after one is still compared and written.
+- CHAR(n) / VARCHAR(n) columns of parquet and Hive tables: keys match their stored (padded,
+  trimmed) value, unchanged CHAR values are not counted updated, a value too long for its column
+  is refused with the package's message.
+- FLOAT / DOUBLE columns: a value beyond the type's range is refused (Spark's try_cast would
+  make it Infinity); an infinity in the SELECT is a value like any other.
+- A first build without file_format names its data source in the CREATE, and sets no session
+  setting for it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from dbt_helpers import run_dbt
+
+from .harness import PROFILES_DIR, make_project, model_sql
+from .scenario import ENGINES, Db, dbt, message, project
+
+SPARK_ENGINES = ENGINES[1:]
+
+
+def _table(db: Db, schema: str, name: str, ddl: str, values: list[str]) -> None:
+    db.engine.setup(schema)
+    db.sql(f"drop table if exists {schema}.{name}")
+    db.sql(f"create table {schema}.{name} {ddl}")
+    db.sql(f"insert into {schema}.{name} values " + ", ".join(values))
+
+
+def _select(columns: str, rows: list[str]) -> str:
+    return " union all ".join(
+        f"select {columns.format(*r.split('|'))}" if i == 0 else "select " + r.replace("|", ", ")
+        for i, r in enumerate(rows)
+    )
+
+
+@pytest.mark.parametrize("db", SPARK_ENGINES, indirect=True)
+def test_columns_named_with_a_hash_are_merged(db, tmp_path):
+    """dbt-spark's describe parser stops at `#note`: `amount` was never compared or written."""
+    s = f"stored_hash_{db.name}"
+    select = _select(
+        "cast({} as bigint) as id, cast({} as string) as `#note`, cast({} as double) as amount,"
+        " cast({} as string) as `# col_name`",
+        ["1|'a2'|1.5|'x'", "2|'b'|2.0|'y'", "3|'c'|3.0|'z'"],
+    )
+    models = {}
+    for fmt, using in (("iceberg", "using iceberg"), ("parquet", "using parquet")):
+        ddl = f"(id bigint, `#note` string, amount double, `# col_name` string) {using}"
+        _table(db, s, f"h_{fmt}", ddl, ["(1, 'a', 1.0, 'x')", "(2, 'b', 2.0, 'y')"])
+        models[f"h_{fmt}"] = ({"schema": s, "unique_key": "id", "file_format": fmt}, select)
+    run = dbt(db, project(db, tmp_path, "hash", models), "run")
+    for model in models:
+        assert "1 inserted, 1 updated, 0 deleted, 1 unchanged, 3 total" in message(run, model), (
+            message(run, model))
+        assert db.rows(s, model) == [(1, "a2", 1.5, "x"), (2, "b", 2.0, "y"), (3, "c", 3.0, "z")]
+
+
+BOUNDED = "(k char(5), vk varchar(3), c char(4), v string)"
+BOUNDED_COLS = ("cast({} as string) as k, cast({} as string) as vk, cast({} as string) as c,"
+                " cast({} as string) as v")
+
+
+@pytest.mark.parametrize("db", SPARK_ENGINES, indirect=True)
+def test_char_and_varchar_columns_compare_as_stored(db, tmp_path):
+    s = f"stored_char_{db.name}"
+    target = ["('ab', 'ab ', 'x', '1')", "('cd', 'cd', 'y', '2')"]
+    stored = [("ab   ", "ab ", "x   ", "1"), ("cd   ", "cd", "y   ", "2")]
+    models, outcomes = {}, {}
+    for fmt, using in (("parquet", "using parquet"), ("hive", "stored as parquet")):
+        cfg = {"schema": s, "file_format": fmt}
+        if fmt == "hive":
+            cfg["options"] = {"fileFormat": "parquet"}
+        # a CHAR key given unpadded; CHAR values unchanged but for their padding
+        _table(db, s, f"ck_{fmt}", f"{BOUNDED} {using}", target)
+        models[f"ck_{fmt}"] = ({**cfg, "unique_key": "k"}, _select(BOUNDED_COLS, [
+            "'ab'|'ab '|'x'|'1'", "'cd'|'cd'|'y'|'22'", "'ef'|'e'|'z'|'3'"]))
+        outcomes[f"ck_{fmt}"] = [stored[0], ("cd   ", "cd", "y   ", "22"),
+                                 ("ef   ", "e", "z   ", "3")]
+        # a VARCHAR(3) key given with trailing spaces beyond 3: stored as 'ab '
+        _table(db, s, f"vk_{fmt}", f"{BOUNDED} {using}", target)
+        models[f"vk_{fmt}"] = ({**cfg, "unique_key": "vk"}, _select(BOUNDED_COLS, [
+            "'ab'|'ab     '|'x'|'1'", "'cd'|'cd'|'y'|'22'", "'ef'|'e'|'z'|'3'"]))
+        outcomes[f"vk_{fmt}"] = outcomes[f"ck_{fmt}"]
+        # a value too long for its CHAR(4) column (trailing spaces beyond 4 are not too long)
+        _table(db, s, f"long_{fmt}", f"{BOUNDED} {using}", target)
+        models[f"long_{fmt}"] = ({**cfg, "unique_key": "k"}, _select(BOUNDED_COLS, [
+            "'ab'|'ab '|'x       '|'1'", "'cd'|'cd'|'toolong'|'2'"]))
+    run = dbt(db, project(db, tmp_path, "char", models), "run")
+    for model, rows in outcomes.items():
+        assert "1 inserted, 1 updated, 0 deleted, 1 unchanged, 3 total" in message(run, model), (
+            model, message(run, model))
+        assert db.rows(s, model) == sorted(rows, key=repr), model
+    for fmt in ("parquet", "hive"):
+        text = message(run, f"long_{fmt}")
+        assert (f"dbt_merge: model 'long_{fmt}': column 'c' has 1 value(s) that cannot be stored"
+                " in the target's type char(4) (e.g. 'toolong')") in text, text
+        assert db.rows(s, f"long_{fmt}") == sorted(stored, key=repr)
+
+
+@pytest.mark.parametrize("db", SPARK_ENGINES, indirect=True)
+def test_values_beyond_a_float_column_are_refused(db, tmp_path):
+    """try_cast(1e300 as float) is Infinity in Spark, ANSI on or off: refused like a BIGINT."""
+    s = f"stored_float_{db.name}"
+    cols = "cast({} as bigint) as id, {} as f, {} as d"
+    models = {
+        # a DOUBLE beyond FLOAT's range
+        "fl_double": _select(cols, ["1|cast(1.0 as double)|cast(1 as double)", "2|1e300|2"]),
+        # a string beyond DOUBLE's range
+        "fl_string": _select(cols, ["1|cast(1.0 as float)|cast('1' as string)", "2|2|'-1e400'"]),
+        # infinities given as such are values
+        "fl_inf": _select(cols, ["1|cast('-Infinity' as double)|cast('inf' as string)", "2|2|'2'"]),
+    }
+    for model in models:
+        _table(db, s, model, "(id bigint, f float, d double) using iceberg",
+               ["(1, 1.0, 1.0)", "(2, 2.0, 2.0)"])
+    cfg = {"schema": s, "unique_key": "id"}
+    root = project(db, tmp_path, "float", {m: (cfg, sql) for m, sql in models.items()})
+    run = dbt(db, root, "run")
+    for model, column, typ, value in (("fl_double", "f", "float", "1.0E300"),
+                                      ("fl_string", "d", "double", "-1e400")):
+        text = message(run, model)
+        assert (f"dbt_merge: model '{model}': column '{column}' has 1 value(s) that cannot be"
+                f" stored in the target's type {typ} (e.g. '{value}')") in text, text
+        assert db.rows(s, model) == [(1, 1.0, 1.0), (2, 2.0, 2.0)]
+    assert "0 inserted, 1 updated, 0 deleted, 1 unchanged, 2 total" in message(run, "fl_inf")
+    assert db.rows(s, "fl_inf") == [(1, float("-inf"), float("inf")), (2, 2.0, 2.0)]
+
+
+@pytest.mark.parametrize("db", SPARK_ENGINES, indirect=True)
+def test_a_build_without_file_format_sets_no_session_setting(db, tmp_path):
+    """The CREATE names the data source (no USING clause would make a Hive text table): no
+    setting is set and put back around it, where another dbt thread's CREATE would see it."""
+    s = f"stored_using_{db.name}"
+    db.engine.setup(s)
+    db.sql(f"drop table if exists {s}.nf")
+    sql = model_sql({"schema": s, "unique_key": "id"}, "select cast(1 as bigint) as id, 'a' name")
+    root = make_project(tmp_path / f"using_{db.name}", f"using_{db.name}", {"nf": sql})
+    statements = []
+
+    def collect(event) -> None:
+        if event.info.name == "SQLQuery":
+            statements.append(event.data.sql)
+
+    run = run_dbt(["run"], root, db.name, PROFILES_DIR, callbacks=[collect])
+    assert "1 inserted" in message(run, "nf"), message(run, "nf")
+    assert not [q for q in statements if "createHiveTableByDefault" in q]
+    provider = [r for r in db.sql(f"describe table extended {s}.nf") if r[0] == "Provider"]
+    assert provider[0][1].strip().lower() == "parquet", provider
+    assert db.rows(s, "nf") == [(1, "a")]
