@@ -92,3 +92,40 @@ def test_stating_the_time_zone_merges_alike_in_every_zone(duck, tmp_path):
             "MERGE upsert: 1 inserted, 1 updated, 0 deleted, 0 unchanged, 2 total")
         got = duck.sql(f"select epoch(k), v from {s}.{model} order by 1")
         assert got == [(1704110400.0, "b"), (1717230600.0, "c")], (model, got)
+
+
+# ------------------------------------------------------------- classes 8, 10: merge_history_table
+
+
+def test_models_sharing_a_new_history_table_under_threads(duck, tmp_path):
+    """First use of one history table by four models at once: each merge commits and writes its
+    row (DuckDB refused the second CREATE of the table with `Catalog write-write conflict`)."""
+    s = "duck_history_threads"
+    duck.sql(f"drop schema if exists {s} cascade")
+    duck.sql(f"create schema {s}")
+    models = {}
+    for i in range(4):
+        duck.sql(f"create table {s}.m{i} as select 1::bigint as id, 'a' as v")
+        models[f"m{i}"] = ({"schema": s, "unique_key": "id", "merge_history_table": "shared"},
+                           f"select 1::bigint as id, 'b{i}' as v union all select 2, 'new'")
+    run = dbt(duck, project(duck, tmp_path, "history_threads", models), "run", "--threads", "4")
+    for i in range(4):
+        assert message(run, f"m{i}") == (
+            "MERGE upsert: 1 inserted, 1 updated, 0 deleted, 0 unchanged, 2 total")
+        assert duck.rows(s, f"m{i}") == [(1, f"b{i}"), (2, "new")]
+    history = duck.sql(f"select model_unique_id, inserted, updated, total from {s}.shared")
+    assert sorted(history) == [(f"model.history_threads_duckdb.m{i}", 1, 1, 2) for i in range(4)]
+
+
+def test_history_table_in_another_database_is_refused(duck, tmp_path):
+    s = "duck_history_other_db"
+    _target(duck, s, "m", "select 1::bigint as id, 'a' as v")
+    cfg = {"schema": s, "unique_key": "id", "merge_history_table": "elsewhere.main.history"}
+    model = {"m": (cfg, "select 1::bigint as id, 'b' as v")}
+    run = dbt(duck, project(duck, tmp_path, "history_db", model), "run")
+    text = " ".join(run.error("m").split())
+    assert ("dbt_merge: model 'm': merge_history_table 'elsewhere.main.history' is in the "
+            "database 'elsewhere', but the model's table is in 'integration_tests': DuckDB writes "
+            "the history row in the merge's own transaction") in text, text
+    assert "Put the history table in 'integration_tests'" in text
+    assert duck.rows(s, "m") == [(1, "a")]
