@@ -14,20 +14,29 @@
   {{ return({'generated': [], 'referenced_by': []}) }}
 {% endmacro %}
 
-{# DuckDB: one query of the catalog. A foreign key references a table of its own schema. #}
+{# DuckDB: the table's own row of duckdb_tables() first (cheap); the costlier catalog functions
+   only when it has a generated column, or a PRIMARY KEY or UNIQUE constraint that a foreign key
+   could reference (a foreign key references a table of its own schema). #}
 {% macro duckdb__target_write_limits(relation) %}
-  {% set database = dbt_merge._sql_string(relation.database | lower) %}
-  {% set schema = dbt_merge._sql_string(relation.schema | lower) %}
+  {% set where = "lower(database_name) = " ~ dbt_merge._sql_string(relation.database | lower)
+      ~ " and lower(schema_name) = " ~ dbt_merge._sql_string(relation.schema | lower) %}
   {% set table = dbt_merge._sql_string(relation.identifier | lower) %}
-  {% set rows = dbt_merge.run_sql(
-      "select 'generated', column_name from information_schema.columns where lower(table_catalog) = " ~ database
-      ~ " and lower(table_schema) = " ~ schema ~ " and lower(table_name) = " ~ table ~ " and is_generated = 'ALWAYS'"
-      ~ " union all select 'referenced', table_name from duckdb_constraints() where constraint_type = 'FOREIGN KEY'"
-      ~ " and lower(database_name) = " ~ database ~ " and lower(schema_name) = " ~ schema
-      ~ " and lower(referenced_table) = " ~ table, 'dbt_merge_write_limits').rows %}
   {% set limits = {'generated': [], 'referenced_by': []} %}
-  {% for kind, name in rows %}
-    {% do limits[kind if kind == 'generated' else 'referenced_by'].append(name) %}
-  {% endfor %}
+  {% set rows = dbt_merge.run_sql("select sql, has_primary_key from duckdb_tables() where " ~ where
+      ~ " and lower(table_name) = " ~ table, 'dbt_merge_write_limits').rows %}
+  {% set definition = (rows[0][0] or '') | lower if rows else '' %}
+  {% if 'generated always' in definition %}
+    {% for row in dbt_merge.run_sql("select column_name from duckdb_columns() where " ~ where
+          ~ " and lower(table_name) = " ~ table ~ " and is_generated", 'dbt_merge_write_limits').rows %}
+      {% do limits.generated.append(row[0]) %}
+    {% endfor %}
+  {% endif %}
+  {% if rows and (rows[0][1] or 'unique' in definition) %}
+    {% for row in dbt_merge.run_sql("select table_name from duckdb_constraints() where " ~ where
+          ~ " and constraint_type = 'FOREIGN KEY' and lower(referenced_table) = " ~ table,
+          'dbt_merge_write_limits').rows %}
+      {% do limits.referenced_by.append(row[0]) %}
+    {% endfor %}
+  {% endif %}
   {{ return(limits) }}
 {% endmacro %}
