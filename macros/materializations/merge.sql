@@ -27,7 +27,7 @@
   {%- set history_job = dbt_merge.merge_history_job(cfg.history_table, target)
                         if cfg.history_table and not cfg.dry_run else none -%}
   {%- if history_job is not none -%}
-    {%- call statement('dbt_merge_history_table', language='python') -%}{{ history_job.code }}{%- endcall -%}
+    {%- call statement('dbt_merge_history', language='python') -%}{{ history_job.code }}{%- endcall -%}
     {%- do adapter.cache_added(history_job.relation) -%}
   {%- endif %}
 

@@ -23,18 +23,17 @@
   {% set table = dbt_merge._sql_string(relation.identifier | lower) %}
   {% set limits = {'generated': [], 'referenced_by': []} %}
   {% set rows = dbt_merge.run_sql("select sql, has_primary_key from duckdb_tables() where " ~ where
-      ~ " and lower(table_name) = " ~ table, 'dbt_merge_write_limits').rows %}
+      ~ " and lower(table_name) = " ~ table).rows %}
   {% set definition = (rows[0][0] or '') | lower if rows else '' %}
   {% if 'generated always' in definition %}
     {% for row in dbt_merge.run_sql("select column_name from duckdb_columns() where " ~ where
-          ~ " and lower(table_name) = " ~ table ~ " and is_generated", 'dbt_merge_write_limits').rows %}
+          ~ " and lower(table_name) = " ~ table ~ " and is_generated").rows %}
       {% do limits.generated.append(row[0]) %}
     {% endfor %}
   {% endif %}
   {% if rows and (rows[0][1] or 'unique' in definition) %}
     {% for row in dbt_merge.run_sql("select table_name from duckdb_constraints() where " ~ where
-          ~ " and constraint_type = 'FOREIGN KEY' and lower(referenced_table) = " ~ table,
-          'dbt_merge_write_limits').rows %}
+          ~ " and constraint_type = 'FOREIGN KEY' and lower(referenced_table) = " ~ table).rows %}
       {% do limits.referenced_by.append(row[0]) %}
     {% endfor %}
   {% endif %}

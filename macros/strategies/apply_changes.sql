@@ -24,7 +24,7 @@
   {% set action = dbt_merge.quote_identifier(plan.names.action) %}
   {% if in_place and counts.updated > 0 %}
     {% do dbt_merge.run_statement(dbt_merge._update_in_place_sql(plan,
-        'select * from ' ~ plan.changes ~ ' where ' ~ action ~ " = 'U'"), 'dbt_merge_update') %}
+        'select * from ' ~ plan.changes ~ ' where ' ~ action ~ " = 'U'")) %}
   {% endif %}
   {% if counts.inserted + (0 if in_place else counts.updated) > 0 %}
     {% set columns = dbt_merge.column_list(plan.write_names) %}
@@ -70,8 +70,7 @@
       {% do dbt_merge.run_statement(dbt_merge._soft_delete_sql(plan, soft), 'dbt_merge_soft_delete') %}
     {% endif %}
     {% if in_place and counts.updated > 0 %}
-      {% do dbt_merge.run_statement(dbt_merge._update_in_place_sql(plan, dbt_merge._source_rows_sql(plan, 'updated')),
-                                    'dbt_merge_update') %}
+      {% do dbt_merge.run_statement(dbt_merge._update_in_place_sql(plan, dbt_merge._source_rows_sql(plan, 'updated'))) %}
     {% endif %}
     {% if counts.inserted + (0 if in_place else counts.updated) > 0 %}
       {% do dbt_merge.run_statement(dbt_merge._insert_source_rows_sql(plan, counts), 'dbt_merge_insert') %}
