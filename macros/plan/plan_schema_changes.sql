@@ -9,8 +9,10 @@
 -#}
 {% macro plan_schema_changes(on_schema_change, target, source_columns, target_columns) %}
   {% set target_names = target_columns | map(attribute='name') | list %}
+  {% set definition = dbt_merge.target_definition(target) %}
   {% set changes = {'target_columns': target_columns, 'names': target_names, 'added': [], 'removed': [], 'retyped': [],
-                     'collations': dbt_merge.target_collations(target), 'limits': dbt_merge.target_write_limits(target)} %}
+                     'collations': dbt_merge.target_collations(definition),
+                     'limits': dbt_merge.target_write_limits(target, definition)} %}
   {% if on_schema_change == 'ignore' %}
     {{ return(changes) }}
   {% endif %}
