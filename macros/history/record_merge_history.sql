@@ -8,31 +8,46 @@
   row for a merge that did not commit.
 -#}
 {% macro record_merge_history(name, target, strategy, stats, started_at) %}
-  {% set parts = name.split('.') %}
-  {% set relation = api.Relation.create(
-        database=parts[-3] if parts | length > 2 else target.database,
-        schema=parts[-2] if parts | length > 1 else target.schema,
-        identifier=parts[-1], type='table') %}
+  {% set relation = dbt_merge._history_relation(name, target) %}
   {% set finished_at = modules.datetime.datetime.utcnow() %}
-  {% set columns = [
-      ('model_unique_id', dbt_merge._history_type('string')), ('strategy', dbt_merge._history_type('string')),
-      ('invocation_id', dbt_merge._history_type('string')), ('started_at', 'timestamp'), ('finished_at', 'timestamp'),
-      ('inserted', 'bigint'), ('updated', 'bigint'), ('deleted', 'bigint'), ('unchanged', 'bigint'),
-      ('held_back', 'bigint'), ('total', 'bigint')] %}
-  {% set definitions = [] %}
-  {% for column, data_type in columns %}
-    {% do definitions.append(dbt_merge.quote_identifier(column) ~ ' ' ~ data_type) %}
-  {% endfor %}
-  {% do dbt_merge.run_statement('create table if not exists ' ~ relation ~ ' (' ~ definitions | join(', ') ~ ')'
-      ~ dbt_merge._history_table_options(), 'dbt_merge_history') %}
+  {% do dbt_merge.run_statement(dbt_merge._create_history_sql(relation), 'dbt_merge_history') %}
   {% set values = [
       dbt_merge._sql_string(model.unique_id), dbt_merge._sql_string(strategy), dbt_merge._sql_string(invocation_id),
       "cast('" ~ started_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)",
       "cast('" ~ finished_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)",
       stats.inserted, stats.updated, stats.deleted, stats.unchanged,
       stats.held_back if stats.held_back is defined else 'null', stats.total] %}
-  {% do dbt_merge.run_statement('insert into ' ~ relation ~ ' (' ~ dbt_merge.column_list(columns | map('first') | list)
+  {% do dbt_merge.run_statement('insert into ' ~ relation ~ ' (' ~ dbt_merge.column_list(dbt_merge._history_columns() | map('first') | list)
       ~ ') values (' ~ values | join(', ') ~ ')', 'dbt_merge_history') %}
+{% endmacro %}
+
+{#- The history table's relation: 'table', 'schema.table' or 'database.schema.table', the rest
+    taken from the target. -#}
+{% macro _history_relation(name, target) %}
+  {% set parts = name.split('.') %}
+  {{ return(api.Relation.create(
+        database=parts[-3] if parts | length > 2 else target.database,
+        schema=parts[-2] if parts | length > 1 else target.schema,
+        identifier=parts[-1], type='table')) }}
+{% endmacro %}
+
+{#- (column, type) of the history table. -#}
+{% macro _history_columns() %}
+  {{ return([
+      ('model_unique_id', dbt_merge._history_type('string')), ('strategy', dbt_merge._history_type('string')),
+      ('invocation_id', dbt_merge._history_type('string')), ('started_at', 'timestamp'), ('finished_at', 'timestamp'),
+      ('inserted', 'bigint'), ('updated', 'bigint'), ('deleted', 'bigint'), ('unchanged', 'bigint'),
+      ('held_back', 'bigint'), ('total', 'bigint')]) }}
+{% endmacro %}
+
+{#- CREATE TABLE IF NOT EXISTS of the history table. -#}
+{% macro _create_history_sql(relation) %}
+  {% set definitions = [] %}
+  {% for column, data_type in dbt_merge._history_columns() %}
+    {% do definitions.append(dbt_merge.quote_identifier(column) ~ ' ' ~ data_type) %}
+  {% endfor %}
+  {{ return('create table if not exists ' ~ relation ~ ' (' ~ definitions | join(', ') ~ ')'
+      ~ dbt_merge._history_table_options()) }}
 {% endmacro %}
 
 {#- A SQL string literal. -#}

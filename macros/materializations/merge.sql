@@ -23,6 +23,14 @@
   {%- set grant_config = config.get('grants') -%}
   {%- set started_at = modules.datetime.datetime.utcnow() -%}
 
+  {#-- merge_history_table: created before the merge's transaction begins, where the engine needs it --#}
+  {%- set history_job = dbt_merge.merge_history_job(cfg.history_table, target)
+                        if cfg.history_table and not cfg.dry_run else none -%}
+  {%- if history_job is not none -%}
+    {%- call statement('dbt_merge_history', language='python') -%}{{ history_job.code }}{%- endcall -%}
+    {%- do adapter.cache_added(history_job.relation) -%}
+  {%- endif %}
+
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
 

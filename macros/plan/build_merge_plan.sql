@@ -44,6 +44,22 @@
   {% endfor %}
   {% set key_lower = key_columns | map('lower') | list %}
 
+  {#- the target's generated columns are computed, never written (target_write_limits) -#}
+  {% set limits = (schema.get('limits') if schema is not none else none) or {'generated': [], 'referenced_by': []} %}
+  {% set generated = [] %}
+  {% for col in limits.generated if dbt_merge._find_column(col, target_names) is not none %}
+    {% if dbt_merge._find_column(col, source_names) is not none %}
+      {{ dbt_merge.raise_merge_error("column '" ~ col ~ "' is a generated column of the target " ~ relations.target
+          ~ ": the table computes its value, so no merge can write it. Remove it from the SELECT. "
+          ~ "The target was not changed.") }}
+    {% endif %}
+    {% do generated.append(col | lower) %}
+  {% endfor %}
+  {% set write_names = [] %}
+  {% for col in target_names if col | lower not in generated %}
+    {% do write_names.append(col) %}
+  {% endfor %}
+
   {% set order_by = [] %}
   {% for term in cfg.dedup_order_by %}
     {% do order_by.append(dbt_merge._parse_order_term(term, source_names, key_lower)) %}
@@ -104,7 +120,7 @@
   {#- True when every row the merge writes is a source row as it is: a matched row is either left
       alone or gets every non-key target column from the source. Engines can then write straight
       from the source and classify only the matched keys (see classify_matched_keys_sql). -#}
-  {% set non_key_count = target_names | map('lower') | reject('in', key_lower) | list | length %}
+  {% set non_key_count = target_names | map('lower') | reject('in', key_lower + generated) | list | length %}
   {% set writes_source_rows = actions.matched != 'update' or update_columns | length == non_key_count %}
   {% set join_type = 'full outer' if actions.target_only == 'delete'
                      else ('inner' if actions.source_only == 'skip' else 'left outer') %}
@@ -118,6 +134,8 @@
     'source_names': source_names,
     'source_columns': source_columns,
     'target_names': target_names,
+    'write_names': write_names,
+    'update_in_place': limits.referenced_by | length > 0,
     'update_columns': update_columns if actions.matched == 'update' else [],
     'check_columns': check_columns if actions.matched == 'update' else [],
     'detect_unchanged': cfg.detect_unchanged,

@@ -8,9 +8,11 @@
     transaction. On DuckDB 2.0 this measured faster than MERGE INTO (see BENCHMARKS.md). -#}
 {% macro default__apply_changes(plan, counts) %}
   {#- Only target rows the merge considers: a row of the same key outside incremental_predicates
-      (kept by on_key_outside_predicates='insert') is not the one being replaced. -#}
-  {% set removed = ['U'] if plan.soft_delete else ['U', 'D', 'C'] %}
-  {% if counts.updated + (0 if plan.soft_delete else counts.deleted) > 0 %}
+      (kept by on_key_outside_predicates='insert') is not the one being replaced. Updated rows
+      are deleted and inserted again, or updated in place (plan.update_in_place). -#}
+  {% set in_place = plan.update_in_place %}
+  {% set removed = ([] if in_place else ['U']) + ([] if plan.soft_delete else ['D', 'C']) %}
+  {% if (0 if in_place else counts.updated) + (0 if plan.soft_delete else counts.deleted) > 0 %}
     {% do dbt_merge.run_statement('delete from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where '
         ~ dbt_merge._target_rows_condition(plan, false) ~ ' and '
         ~ dbt_merge._in_changes(plan, removed, 'DBT_INTERNAL_DEST'), 'dbt_merge_delete') %}
@@ -19,12 +21,31 @@
     {% do dbt_merge.run_statement(dbt_merge._soft_delete_sql(plan,
         dbt_merge._in_changes(plan, ['D', 'C'], 'DBT_INTERNAL_DEST')), 'dbt_merge_soft_delete') %}
   {% endif %}
-  {% if counts.inserted + counts.updated > 0 %}
-    {% set columns = dbt_merge.column_list(plan.target_names) %}
+  {% set action = dbt_merge.quote_identifier(plan.names.action) %}
+  {% if in_place and counts.updated > 0 %}
+    {% do dbt_merge.run_statement(dbt_merge._update_in_place_sql(plan,
+        'select * from ' ~ plan.changes ~ ' where ' ~ action ~ " = 'U'")) %}
+  {% endif %}
+  {% if counts.inserted + (0 if in_place else counts.updated) > 0 %}
+    {% set columns = dbt_merge.column_list(plan.write_names) %}
     {% do dbt_merge.run_statement(
         'insert into ' ~ plan.target ~ ' (' ~ columns ~ ') select ' ~ columns ~ ' from ' ~ plan.changes
-        ~ ' where ' ~ dbt_merge.quote_identifier(plan.names.action) ~ " in ('I', 'U')", 'dbt_merge_insert') %}
+        ~ ' where ' ~ action ~ (" = 'I'" if in_place else " in ('I', 'U')"), 'dbt_merge_insert') %}
   {% endif %}
+{% endmacro %}
+
+{#- UPDATE of the target rows (aliased DBT_INTERNAL_DEST) the merge considers whose key is in
+    `rows_sql` (a SELECT with the key and update columns, named as in the target): their update
+    columns from those rows. For targets whose rows cannot be deleted and inserted again. -#}
+{% macro _update_in_place_sql(plan, rows_sql) %}
+  {%- set assignments = [] -%}
+  {%- for col in plan.update_columns -%}
+    {%- set q = dbt_merge.quote_identifier(col) -%}
+    {%- do assignments.append(q ~ ' = DBT_INTERNAL_SOURCE.' ~ q) -%}
+  {%- endfor -%}
+  {{ return('update ' ~ plan.target ~ ' as DBT_INTERNAL_DEST set ' ~ assignments | join(', ')
+      ~ ' from (' ~ rows_sql ~ ') as DBT_INTERNAL_SOURCE where ' ~ dbt_merge._target_rows_condition(plan, false)
+      ~ ' and ' ~ dbt_merge.key_match(plan.key_columns, 'DBT_INTERNAL_SOURCE', 'DBT_INTERNAL_DEST')) }}
 {% endmacro %}
 
 {#- DuckDB: full_merge's target rows missing from the source are not in the wide changes (see
@@ -34,7 +55,8 @@
 {% macro duckdb__apply_changes(plan, counts) %}
   {% set full = plan.actions.target_only == 'delete' %}
   {% if plan.writes_source_rows %}
-    {% set replaced = counts.updated + (0 if plan.soft_delete else counts.deleted) %}
+    {% set in_place = plan.update_in_place %}
+    {% set replaced = (0 if in_place else counts.updated) + (0 if plan.soft_delete else counts.deleted) %}
     {% if replaced > 0 %}
       {% do dbt_merge.run_statement('delete from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where '
           ~ dbt_merge._replaced_target_rows_condition(plan, counts), 'dbt_merge_delete') %}
@@ -47,7 +69,10 @@
       {% endif %}
       {% do dbt_merge.run_statement(dbt_merge._soft_delete_sql(plan, soft), 'dbt_merge_soft_delete') %}
     {% endif %}
-    {% if counts.inserted + counts.updated > 0 %}
+    {% if in_place and counts.updated > 0 %}
+      {% do dbt_merge.run_statement(dbt_merge._update_in_place_sql(plan, dbt_merge._source_rows_sql(plan, 'updated'))) %}
+    {% endif %}
+    {% if counts.inserted + (0 if in_place else counts.updated) > 0 %}
       {% do dbt_merge.run_statement(dbt_merge._insert_source_rows_sql(plan, counts), 'dbt_merge_insert') %}
     {% endif %}
     {{ return(none) }}
@@ -123,12 +148,17 @@
     full_merge all but the matched ones left as they are. Shared by the DuckDB delete and the
     Spark overwrite of parquet tables and whole tables (_removed_rows_condition). -#}
 {% macro _replaced_rows_match(plan, counts, alias) %}
+  {#- updated in place (plan.update_in_place, DuckDB): not deleted -#}
+  {%- set updated = [] if plan.update_in_place else ['U'] -%}
   {%- if plan.soft_delete -%}
-    {{ return(dbt_merge._in_changes(plan, ['U'], alias)) }}
+    {{ return(dbt_merge._in_changes(plan, updated, alias) if updated else 'false') }}
   {%- elif plan.actions.target_only != 'delete' -%}
-    {{ return(dbt_merge._in_changes(plan, ['U', 'C'], alias)) }}
-  {%- elif counts.unchanged + (counts.held_back or 0) > 0 -%}
-    {{ return('not ' ~ dbt_merge._in_changes(plan, ['N', 'H'], alias)) }}
+    {{ return(dbt_merge._in_changes(plan, updated + ['C'], alias)) }}
+  {%- endif -%}
+  {%- set kept = (['N', 'H'] if counts.unchanged + (counts.held_back or 0) > 0 else [])
+                 + ([] if updated or counts.updated == 0 else ['U']) -%}
+  {%- if kept -%}
+    {{ return('not ' ~ dbt_merge._in_changes(plan, kept, alias)) }}
   {%- endif -%}
   {{ return(none) }}
 {% endmacro %}
@@ -140,7 +170,9 @@
       none         every source row
       'changed'    all but the matched ones left as they are ('N', 'H', 'K')
       'updated'    only the 'U' ones
-      'written'    only the 'I' and 'U' ones (changes of every source row, DuckDB) -#}
+      'written'    only the 'I' and 'U' ones (changes of every source row, DuckDB)
+      'inserted'   all but the matched ones ('N', 'H', 'K', 'U'): the updated rows are updated in
+                   place (plan.update_in_place) -#}
 {% macro _source_rows_sql(plan, only=none, keep_deleted=false) %}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set select_list = [] -%}
@@ -162,6 +194,8 @@
     {%- do filters.append(dbt_merge._in_changes(plan, ['I', 'U'], src)) -%}
   {%- elif only == 'changed' -%}
     {%- do filters.append('not ' ~ dbt_merge._in_changes(plan, ['N', 'H', 'K'], src)) -%}
+  {%- elif only == 'inserted' -%}
+    {%- do filters.append('not ' ~ dbt_merge._in_changes(plan, ['N', 'H', 'K', 'U'], src)) -%}
   {%- endif -%}
   {{ return('select ' ~ select_list | join(', ') ~ ' from ' ~ (plan.deduped or plan.stage) ~ ' as ' ~ src
             ~ (' where ' ~ filters | join(' and ') if filters else '')) }}
@@ -192,7 +226,9 @@
     10M-row snapshot with 1% changed, the anti-join on the 9.9M unchanged keys took 0.94 s. -#}
 {% macro _insert_source_rows_sql(plan, counts) %}
   {%- set kept = counts.unchanged + (counts.held_back or 0) -%}
-  {%- if plan.actions.source_only != 'insert' -%}
+  {%- if plan.update_in_place -%}
+    {%- set only = 'inserted' -%}
+  {%- elif plan.actions.source_only != 'insert' -%}
     {%- set only = 'updated' -%}
   {%- elif kept == 0 -%}
     {%- set only = none -%}

@@ -5,6 +5,11 @@
     on 'abc'. Skipped with on_schema_change='sync_all_columns', which retypes the target first.
   - A nested column (struct, array, map) whose type differs between the SELECT and the target,
     unless on_schema_change='sync_all_columns' changes it: its values cannot be converted.
+  - A column whose SELECT type holds an instant (TIMESTAMPTZ; Spark's TIMESTAMP) where the
+    target's holds a wall-clock time (TIMESTAMP, DATE; Spark's TIMESTAMP_NTZ), or the reverse:
+    the conversion goes through the session time zone (dbt-duckdb's TimeZone setting, the
+    process's TZ, spark.sql.session.timeZone), so whether keys match, whether a value counts as
+    changed and what is stored would depend on where dbt runs. Keys and values alike.
   - Engine-specific limits (spark__check_engine_column_types).
   Other type differences are converted to the target's type (source_conversions).
 -#}
@@ -37,8 +42,79 @@
         {% endif %}
       {% endif %}
     {% endfor %}
+    {% do dbt_merge._check_time_zone_conversions(plan) %}
   {% endif %}
   {% do adapter.dispatch('check_engine_column_types', 'dbt_merge')(plan) %}
+{% endmacro %}
+
+{#- Refuse a column converted between an instant and a wall-clock time (see check_column_types):
+    every column of the SELECT the target has, except those the schema change retypes and the
+    soft-delete columns the package adds. -#}
+{% macro _check_time_zone_conversions(plan) %}
+  {% set schema = plan.schema %}
+  {% set target_names = schema.target_columns | map(attribute='name') | list %}
+  {% set skipped = (schema.retyped | map(attribute='column') | map(attribute='name') | map('lower') | list)
+                   + (plan.extras | map(attribute='column') | map(attribute='name') | map('lower') | list) %}
+  {% set key_lower = plan.key_columns | map('lower') | list %}
+  {% for col in plan.source_columns if col.name | lower not in skipped %}
+    {% set found = dbt_merge._find_column(col.name, target_names) %}
+    {% if found is not none %}
+      {% set target_type = (schema.target_columns | selectattr('name', 'equalto', found) | first).dtype %}
+      {% set kinds = [dbt_merge._time_zone_kind(col.dtype), dbt_merge._time_zone_kind(target_type)] %}
+      {% if 'instant' in kinds and 'wall_clock' in kinds %}
+        {% set hint = dbt_merge._time_zone_cast_hint(col.name) %}
+        {% if col.name | lower in key_lower %}
+          {{ dbt_merge.raise_merge_error("unique_key column '" ~ col.name ~ "' is " ~ col.dtype | lower ~ " in the SELECT but "
+              ~ target_type | lower ~ " in the target: they match only through the session time zone, so the same "
+              ~ "rows could match or not depending on where dbt runs. Cast the key in the SELECT to "
+              ~ target_type | lower ~ ", stating the time zone" ~ hint ~ ". The target was not changed.") }}
+        {% endif %}
+        {{ dbt_merge.raise_merge_error("column '" ~ col.name ~ "' is " ~ col.dtype | lower ~ " in the SELECT but "
+            ~ target_type | lower ~ " in the target: its values are converted through the session time zone, so "
+            ~ "what is stored, and whether a row counts as changed, would depend on where dbt runs. Cast it in "
+            ~ "the SELECT to " ~ target_type | lower ~ ", stating the time zone" ~ hint ~ ". The target was not changed.") }}
+      {% endif %}
+    {% endif %}
+  {% endfor %}
+{% endmacro %}
+
+{#- 'instant' (a point in time: converted to a wall-clock time through the session time zone),
+    'wall_clock' (a date or a time of day without a zone), or none, from a type name. -#}
+{% macro _time_zone_kind(data_type) %}
+  {{ return(adapter.dispatch('_time_zone_kind', 'dbt_merge')(data_type | lower | trim)) }}
+{% endmacro %}
+
+{% macro default___time_zone_kind(t) %}
+  {% if t in ['timestamp with time zone', 'timestamptz'] %}
+    {{ return('instant') }}
+  {% elif t in ['timestamp', 'timestamp without time zone', 'datetime', 'timestamp_s', 'timestamp_ms',
+                'timestamp_us', 'timestamp_ns', 'date'] %}
+    {{ return('wall_clock') }}
+  {% endif %}
+  {{ return(none) }}
+{% endmacro %}
+
+{# Spark: TIMESTAMP is TIMESTAMP_LTZ, an instant. #}
+{% macro spark___time_zone_kind(t) %}
+  {% if t in ['timestamp', 'timestamp_ltz'] %}
+    {{ return('instant') }}
+  {% elif t == 'timestamp_ntz' %}
+    {{ return('wall_clock') }}
+  {% endif %}
+  {{ return(none) }}
+{% endmacro %}
+
+{#- How to state the time zone in a cast, for the message ('' when there is no short way). -#}
+{% macro _time_zone_cast_hint(column) %}
+  {{ return(adapter.dispatch('_time_zone_cast_hint', 'dbt_merge')(column)) }}
+{% endmacro %}
+
+{% macro default___time_zone_cast_hint(column) %}
+  {{ return(" (e.g. " ~ dbt_merge.quote_identifier(column) ~ " at time zone 'UTC', which converts either way)") }}
+{% endmacro %}
+
+{% macro spark___time_zone_cast_hint(column) %}
+  {{ return('') }}
 {% endmacro %}
 
 {% macro default__check_engine_column_types(plan) %}
@@ -50,7 +126,6 @@
    - A NULL literal column has type void, which no table format stores.
    - Iceberg reserves metadata column names (_file, _pos, ...): a table with such a column is
      created but cannot be read.
-   - TIMESTAMP against TIMESTAMP_NTZ keys match only through the session time zone.
    - With spark.sql.caseSensitive=true, a column whose name differs from the target's only in
      case is another column. #}
 {% macro spark__check_engine_column_types(plan) %}
@@ -89,16 +164,6 @@
       {% set found = dbt_merge._find_column(col.name, target_names) %}
       {% if found is not none and found != col.name %}
         {% do renamed.append(col.name ~ ' (target: ' ~ found ~ ')') %}
-      {% endif %}
-      {% if found is not none and col.name | lower in key_lower %}
-        {% set target_type = (plan.schema.target_columns | selectattr('name', 'equalto', found) | first).dtype | lower %}
-        {% if (col.dtype | lower == 'timestamp_ntz') != (target_type == 'timestamp_ntz')
-              and 'timestamp' in col.dtype | lower and 'timestamp' in target_type %}
-          {{ dbt_merge.raise_merge_error("unique_key column '" ~ col.name ~ "' is " ~ col.dtype ~ " in the SELECT but "
-              ~ target_type ~ " in the target: they match only through the session time zone, so the same "
-              ~ "rows could match or not depending on where dbt runs. Cast the key in the SELECT to "
-              ~ target_type ~ " (stating the time zone). The target was not changed.") }}
-        {% endif %}
       {% endif %}
     {% endfor %}
     {% if renamed %}

@@ -9,12 +9,23 @@
 {% endmacro %}
 
 {# DuckDB: full_merge deletes and inserts in the model's transaction; it has no whole-table
-   replacement to force. #}
+   replacement to force. The history row is written in that transaction too, and a DuckDB
+   transaction writes to one attached database only. #}
 {% macro duckdb__validate_engine_config(cfg) %}
   {% if cfg.strategy == 'full_merge' and cfg.full_merge_write == 'overwrite' %}
     {{ dbt_merge.raise_merge_error("full_merge_write 'overwrite' is supported on Spark (Iceberg and Delta tables) "
         ~ "only; on duckdb full_merge always deletes and inserts in one transaction. Remove full_merge_write "
         ~ "or set it to 'auto'.") }}
+  {% endif %}
+  {% if cfg.history_table %}
+    {% set history = dbt_merge._history_relation(cfg.history_table, this) %}
+    {% if (history.database or '') | lower != (this.database or '') | lower %}
+      {{ dbt_merge.raise_merge_error("merge_history_table '" ~ cfg.history_table ~ "' is in the database '"
+          ~ history.database ~ "', but the model's table is in '" ~ this.database ~ "': DuckDB writes the "
+          ~ "history row in the merge's own transaction, and a transaction writes to one attached database "
+          ~ "only. Put the history table in '" ~ this.database ~ "' (name it 'table' or 'schema.table'). "
+          ~ "The target was not changed.") }}
+    {% endif %}
   {% endif %}
 {% endmacro %}
 

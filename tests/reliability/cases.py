@@ -67,6 +67,7 @@ from .reference import (
     config_errors,
     merge,
     row_token,
+    type_errors,
     value_token,
 )
 
@@ -77,6 +78,7 @@ ERROR_EXCERPTS = {
     "config_on_key_outside": "on_key_outside_predicates",
     "null_key": "is NULL in",
     "key_type": "has type",
+    "time_zone": "through the session time zone",
     "key_conversion": "cannot be stored",
     "value_conversion": "cannot be stored",
     "duplicate_key": "occur more than once in the model's SELECT",
@@ -339,6 +341,7 @@ class Case:
     threads: int = 1
     same_name: bool = False  # shares its table name with another case, in another schema
     dry_run: bool = False  # config(dry_run=true): every check and count, nothing written
+    time_zone: str | None = None  # the session's TimeZone (DuckDB), set by a pre-hook
     schema_suffix: str = ""  # set by generate_cases: "" or "_twin"
     table: str = ""  # the table's name (the model is m_<id>)
     shape: int = 0  # the seed of the choices that made the case
@@ -400,6 +403,8 @@ class Case:
             cfg["dry_run"] = True
         if self.opts.soft_delete is not None:
             cfg["soft_delete_column"] = self.opts.soft_delete
+        if self.time_zone is not None:
+            cfg["pre_hook"] = f"set TimeZone = '{self.time_zone}'"
         return cfg
 
     def select(self, relation: str, quote, random_sql: str) -> str:
@@ -446,7 +451,8 @@ class Case:
                 rows, stats = merge(self.strategy, source, None, self.key, self.opts)
                 after = Table(self.source_columns, rows)
             elif mode == "empty":
-                kinds = config_errors(self.strategy, self.opts)
+                types = {n: (s, before.types[n]) for n, s in self.source_columns}
+                kinds = config_errors(self.strategy, self.opts) + type_errors(self.key, types)
                 if kinds:
                     raise MergeError(kinds[0], "", tuple(kinds[1:]))
                 if not contract_broken:
@@ -525,6 +531,8 @@ class Case:
             f.add("same_name")
         if self.dry_run:
             f.add("dry_run")
+        if self.time_zone is not None:
+            f.add(f"time_zone:{self.time_zone}")
         if self.opts.soft_delete is not None:
             f.add("soft_delete")
             if self.target and any(r[self.opts.soft_delete] is True for r in self.target):
@@ -911,6 +919,32 @@ def with_soft_delete(case: Case) -> Case | None:
     return dataclasses.replace(case, id="s" + case.id, table="s" + case.table, opts=opts,
                                columns=[*case.columns, Column(name, "bool", "bool")],
                                source=source, target=target)
+
+
+#: Session time zones of with_time_zones: UTC, behind and ahead of it, a 45-minute offset.
+TIME_ZONES = ["UTC", "America/New_York", "Asia/Kolkata", "Pacific/Chatham"]
+
+
+def with_time_zones(case: Case) -> Case | None:
+    """A copy of `case` (DuckDB) run in another session time zone, with its TIMESTAMP columns
+    (keys and values of one type in the SELECT and the table) turned into TIMESTAMP WITH TIME
+    ZONE: in the table only, in the SELECT only, or in both (the values stand for UTC instants).
+    A merge converting an instant to a wall-clock time or back is refused (`time_zone`); one of
+    instants alone must match and count alike in every zone (a random() SELECT: only that).
+    None for a case without such a column, a broken contract or a twin."""
+    if case.contract not in (None, "ok") or case.same_name:
+        return None
+    stamps = [c.name for c in case.columns if c.source == c.target == "ts"]
+    if not stamps:
+        return None
+    rnd = random.Random(f"tz:{case.id}:{case.shape}")
+    source, target = rnd.choice([("ts", "tstz"), ("tstz", "ts"), ("tstz", "tstz"),
+                                 ("tstz", "tstz")])
+    if case.nondet:  # a random() SELECT is checked for invariants of a run that succeeds
+        source = target = "tstz"
+    columns = [Column(c.name, source, target) if c.name in stamps else c for c in case.columns]
+    return dataclasses.replace(case, id="z" + case.id, table="z" + case.table, columns=columns,
+                               time_zone=rnd.choice(TIME_ZONES))
 
 
 @contextmanager

@@ -25,8 +25,8 @@ import struct
 import uuid
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
 
-TYPES = ["int", "int32", "float", "real", "str", "nocase", "uuid", "date", "ts", "bool"]
-DUCKDB_ONLY = {"nocase", "uuid"}
+TYPES = ["int", "int32", "float", "real", "str", "nocase", "uuid", "date", "ts", "tstz", "bool"]
+DUCKDB_ONLY = {"nocase", "uuid", "tstz"}
 
 _DUCKDB = {
     "int": "BIGINT",
@@ -38,6 +38,7 @@ _DUCKDB = {
     "uuid": "UUID",
     "date": "DATE",
     "ts": "TIMESTAMP",
+    "tstz": "TIMESTAMP WITH TIME ZONE",  # values: naive datetimes standing for UTC instants
     "bool": "BOOLEAN",
 }
 _SPARK = {
@@ -79,9 +80,15 @@ def family(typ: str) -> str:
     differs between the SELECT and the target (check_key_types), unless one side is other."""
     if typ in INT_RANGES or typ in ("float", "real") or decimal_of(typ):
         return "number"
-    return {"str": "string", "nocase": "string", "date": "temporal", "ts": "temporal"}.get(
-        typ, "boolean" if typ == "bool" else "other"
-    )
+    return {"str": "string", "nocase": "string", "date": "temporal", "ts": "temporal",
+            "tstz": "temporal"}.get(typ, "boolean" if typ == "bool" else "other")
+
+
+def zone_kind(typ: str) -> str | None:
+    """'instant' (TIMESTAMPTZ), 'wall_clock' (TIMESTAMP, DATE) or None: the package refuses a
+    column converted from one kind to the other, which goes through the session time zone
+    (check_column_types: the error kind `time_zone`)."""
+    return {"tstz": "instant", "ts": "wall_clock", "date": "wall_clock"}.get(typ)
 
 
 def fold(value, typ: str):

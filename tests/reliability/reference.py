@@ -37,7 +37,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .coltypes import ConversionError, convert, family, fold
+from .coltypes import ConversionError, convert, family, fold, zone_kind
 
 Row = dict[str, Any]
 
@@ -53,7 +53,7 @@ STRATEGIES = {
 # Error kinds in the order the checks run; kinds of one stage may be reported in any order.
 STAGES = [
     ["config_max_delete_fraction", "config_on_key_outside"],  # config, before any SQL
-    ["key_type"],  # then the SELECT's rows: storable, keys not NULL, then unique
+    ["key_type", "time_zone"],  # then the SELECT's rows: storable, keys not NULL, then unique
     ["key_conversion", "value_conversion", "null_key"],
     ["duplicate_key", "dedup_tie", "dedup_differ"],
     ["target_duplicate_key", "key_outside_predicates", "mass_delete"],
@@ -261,6 +261,24 @@ def check_and_dedupe(strategy: str, source: list[Row], key: list[str], opts: Opt
     return rows
 
 
+def type_errors(key: list[str], types: dict[str, tuple[str, str]]) -> list[str]:
+    """Errors of the column types alone ({column: (SELECT type, target type)}), checked before
+    any row is read (so also with --empty): a key of another type family, an instant against a
+    wall-clock time (key or value)."""
+    kinds = [
+        "key_type"
+        for k in key
+        if k in types
+        and "other" not in {family(types[k][0]), family(types[k][1])}
+        and family(types[k][0]) != family(types[k][1])
+    ]
+    return kinds + [
+        "time_zone"
+        for src, tgt in types.values()
+        if {zone_kind(src), zone_kind(tgt)} == {"instant", "wall_clock"}
+    ]
+
+
 def merge(
     strategy: str,
     source: list[Row],
@@ -280,14 +298,7 @@ def merge(
     columns = list(target[0]) if target else (list(source[0]) if source else [])
     types = types or {}
     stored = {c: types[c][1] for c in types}  # the target's types
-    kinds = config_errors(strategy, opts)
-    kinds += [
-        "key_type"
-        for k in key
-        if k in types
-        and "other" not in {family(types[k][0]), family(types[k][1])}
-        and family(types[k][0]) != family(types[k][1])
-    ]
+    kinds = config_errors(strategy, opts) + type_errors(key, types)
     _raise_first_stage(kinds)
 
     # §4: the SELECT as the target would store it. Values that do not fit fail the run.

@@ -1,0 +1,39 @@
+{#-
+  What the target's own definition forbids the merge's delete-then-insert write, as
+  {generated: [names of generated columns], referenced_by: [tables whose FOREIGN KEY references
+  the target]}:
+  - a generated column is computed by the table: it is never written (nor may the SELECT have it);
+  - a row another table references cannot be deleted, so the matched rows the merge updates are
+    updated in place (an UPDATE) instead of deleted and inserted again (see duckdb__apply_changes).
+-#}
+{% macro target_write_limits(relation, definition) %}
+  {{ return(adapter.dispatch('target_write_limits', 'dbt_merge')(relation, definition)) }}
+{% endmacro %}
+
+{% macro default__target_write_limits(relation, definition) %}
+  {{ return({'generated': [], 'referenced_by': []}) }}
+{% endmacro %}
+
+{# DuckDB: from the table's definition (target_definition, read for the collations too); the
+   costlier catalog functions only when it has a generated column, or a PRIMARY KEY or UNIQUE
+   constraint that a foreign key could reference (one of its own schema). #}
+{% macro duckdb__target_write_limits(relation, definition) %}
+  {% set where = "lower(database_name) = " ~ dbt_merge._sql_string(relation.database | lower)
+      ~ " and lower(schema_name) = " ~ dbt_merge._sql_string(relation.schema | lower) %}
+  {% set table = dbt_merge._sql_string(relation.identifier | lower) %}
+  {% set limits = {'generated': [], 'referenced_by': []} %}
+  {% set sql = definition.sql | lower if definition else '' %}
+  {% if 'generated always' in sql %}
+    {% for row in dbt_merge.run_sql("select column_name from duckdb_columns() where " ~ where
+          ~ " and lower(table_name) = " ~ table ~ " and is_generated").rows %}
+      {% do limits.generated.append(row[0]) %}
+    {% endfor %}
+  {% endif %}
+  {% if definition and (definition.has_primary_key or 'unique' in sql) %}
+    {% for row in dbt_merge.run_sql("select table_name from duckdb_constraints() where " ~ where
+          ~ " and constraint_type = 'FOREIGN KEY' and lower(referenced_table) = " ~ table).rows %}
+      {% do limits.referenced_by.append(row[0]) %}
+    {% endfor %}
+  {% endif %}
+  {{ return(limits) }}
+{% endmacro %}
