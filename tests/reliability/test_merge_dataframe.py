@@ -2,7 +2,8 @@
 run as PySpark calls instead of dbt models, against the same reference model.
 
 Every DATAFRAME_EVERY-th unit of the Spark cases (offset from the thrift slice's, so the two
-slices differ), less what only dbt has: `--empty` runs and enforced contracts. Each case is a
+slices differ) and every 3rd case of the Spark suites of conditions, soft deletes and dry runs,
+less what only dbt has: `--empty` runs and enforced contracts. Each case is a
 DataFrame of the case's SELECT, merged into the case's Iceberg table (merge-on-read or
 copy-on-write and full_merge_write as on Spark) three times, as the dbt suite runs its models:
 first with the case's mode (a plain merge or full_refresh=True), then plainly again, then (every
@@ -33,18 +34,29 @@ from .test_differential import (
     only,
     read_table,
     spark_cases,
+    spark_condition_cases,
+    spark_dry_run_cases,
+    spark_soft_delete_cases,
 )
 
 DATAFRAME_EVERY = 8  # of the Spark cases' units, starting half-way between thrift's
 
 
+def dbt_only(case: Case) -> bool:
+    return case.mode.startswith("empty") or case.contract is not None
+
+
 def dataframe_cases() -> tuple[Case, ...]:
+    """The slice, plus every 3rd of the Spark suites of the conditions, soft deletes and dry
+    runs (options that are keywords here)."""
     units: dict[str, list[Case]] = defaultdict(list)
     for case in spark_cases():
-        if case.mode.startswith("empty") or case.contract:
-            continue  # --empty and contracts are dbt's
-        units[case.table].append(case)
-    return tuple(c for u in list(units.values())[THRIFT_EVERY // 2 :: DATAFRAME_EVERY] for c in u)
+        if not dbt_only(case):
+            units[case.table].append(case)
+    cases = [c for u in list(units.values())[THRIFT_EVERY // 2 :: DATAFRAME_EVERY] for c in u]
+    for suite in (spark_condition_cases, spark_soft_delete_cases, spark_dry_run_cases):
+        cases += [c for c in suite() if not dbt_only(c)][::3]
+    return tuple(cases)
 
 
 def dataframe_wording(excerpt: str) -> str:
@@ -154,6 +166,9 @@ def test_dataframe_case_mix():
     assert any(merge_on_read(c) for c in cases) and not all(merge_on_read(c) for c in cases)
     outcomes = [c.outcome(c.mode, c.initial(), "spark") for c in cases]
     assert any(o and o.error for o in outcomes) and any(o and o.stats for o in outcomes)
+    features = {f for c in cases for f in c.features()}
+    assert {"condition:update", "condition:delete", "dry_run"} <= features, features
+    assert any(c.opts.soft_delete for c in cases)
 
 
 @pytest.mark.spark
