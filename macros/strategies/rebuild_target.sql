@@ -31,8 +31,9 @@
     {% do dbt_merge.keep_session_conf({'hive.exec.dynamic.partition.mode': 'nonstrict'}) %}
   {% endif %}
   {% set create = create_table_as(false, plan.target, dbt_merge.rebuild_rows_sql(plan)) %}
-  {% if not config.get('file_format') %}
-    {% set head = 'create table ' ~ plan.target %}
+  {% set head = 'create table ' ~ plan.target %}
+  {% if not config.get('file_format') and (head ~ ' using ') not in create %}
+    {#- (a Python door's CREATE names its data source already) -#}
     {% if head not in create %}
       {{ dbt_merge.raise_merge_error("cannot add a USING clause to dbt-spark's CREATE statement (no '" ~ head
           ~ "' in it). Set file_format='parquet' (or another format) on the model.") }}

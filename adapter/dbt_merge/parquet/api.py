@@ -38,6 +38,7 @@ from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
 from dbt_merge.parquet.macros import MacroContext
 from dbt_merge.parquet.sql import DST, SRC, Column
+from dbt_merge.result import MergeResult
 
 GLOB_CHARACTERS = "*?[{"
 STAT_NAMES = ("inserted", "updated", "deleted", "unchanged", "total")
@@ -150,7 +151,7 @@ def merge_parquet_dataset(
         memory_limit=memory_limit,
         durable=durable,
     )
-    return dict(report.stats)
+    return MergeResult.from_stats(report.stats).as_dict()
 
 
 def run_merge(

@@ -1,19 +1,25 @@
-"""Call the dbt package's own macros from Python, outside dbt.
+"""Call the dbt package's own macros from Python, outside dbt: the stand-in context every
+Python front end renders the merge through (the Parquet merge, and `merge_dataframe` on Spark,
+which runs the whole flow, `macros/flow/run_merge.sql`, as the `merge` materialization does).
 
-The Parquet merge plans and checks a merge exactly as the `merge` materialization does, by
-rendering the same Jinja macros (`macros/plan`, `macros/validation`, `macros/strategies`,
-`macros/utils`) in a small stand-in for dbt's macro context:
+The macros (`macros/flow`, `plan`, `validation`, `strategies`, `stats`, `history`, `utils`)
+are rendered in a small stand-in for dbt's macro context:
 
 - `dbt_merge.<name>(...)` and `adapter.dispatch(name, 'dbt_merge')` resolve to the package's
-  macros, `duckdb__` first, as dbt-duckdb resolves them;
+  macros for the engine given (`duckdb__` or `spark__` first, then `default__`), as the dbt
+  adapter of that engine resolves them;
 - `return(value)` hands a Python value back, as in dbt;
 - `config.get` reads the options given to the Python API;
-- `{% call statement(...) %}` and `load_result` run SQL on the merge's DuckDB connection;
-- `raise_merge_error` raises `ParquetMergeError`; `exceptions.warn` warns (Python warnings);
+- `{% call statement(...) %}` and `load_result` run SQL through the front end's runner (one per
+  engine: a DuckDB connection, a SparkSession);
+- `raise_merge_error` calls the front end's on_error (which raises its exception type);
+  `exceptions.warn` warns (Python warnings);
 - `config.model.config` (read by check_config_keys) holds the options given, `var()` gives its
-  default, `modules` has `re` and `datetime`.
+  default, `modules` has `re` and `datetime`;
+- what else a front end's flow needs from dbt (`this`, `load_cached_relation`,
+  `adapter.get_columns_in_relation`, ...) it passes in as `context` and `adapter_methods`.
 
-Only what those macros use is provided; any other name fails loudly (StrictUndefined), so a
+Only what those macros use is provided; any other name fails loudly (strict undefined), so a
 macro that starts to need more of dbt's context shows up in the tests, not as a wrong result.
 """
 
@@ -35,7 +41,7 @@ from dbt_merge.parquet.errors import ParquetMergeError
 
 # Folders of macros/ whose files are plain Jinja macros (materializations and generic tests use
 # dbt's own block tags and are not needed here).
-MACRO_FOLDERS = ("plan", "validation", "strategies", "stats", "utils")
+MACRO_FOLDERS = ("flow", "plan", "validation", "strategies", "stats", "history", "utils")
 
 
 def macros_dir() -> Path:
@@ -67,6 +73,17 @@ def _return(value: Any) -> None:
 _MACRO_DEF = re.compile(r"{%-?\s*macro\s+(\w+)\s*\(")
 
 
+class _Undefined(jinja2.StrictUndefined):
+    """Strict, except that a missing key or attribute of a value is false in a test, as in dbt:
+    the flow writes `counts.held_back or 0` for a count only some merges have. An unknown
+    name still fails."""
+
+    def __bool__(self) -> bool:
+        if self._undefined_obj is jinja2.utils.missing:
+            self._fail_with_undefined_error()
+        return False
+
+
 @cache
 def _environment(folder: str) -> jinja2.Environment:
     """A Jinja environment over the macros folder. Compiling the macros costs about as much as
@@ -84,7 +101,7 @@ def _environment(folder: str) -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(folder),
         bytecode_cache=bytecode_cache,
         extensions=["jinja2.ext.do", "jinja2.ext.loopcontrols"],
-        undefined=jinja2.StrictUndefined,
+        undefined=_Undefined,
         autoescape=False,
     )
 
@@ -121,9 +138,11 @@ class _Config:
 
 
 class _Exceptions:
-    @staticmethod
-    def raise_compiler_error(message: str) -> None:
-        raise ParquetMergeError(message)
+    def __init__(self, error: type[Exception]):
+        self._error = error
+
+    def raise_compiler_error(self, message: str) -> None:
+        raise self._error(message)
 
     @staticmethod
     def warn(message: str) -> str:
@@ -139,17 +158,27 @@ class _Model:
 
 
 class _Adapter:
-    def __init__(self, macros: MacroContext):
+    """adapter: dispatch (the engine's prefix, then default__), type(), and the methods the
+    front end gives (get_columns_in_relation, drop_relation, commit, ...)."""
+
+    def __init__(self, macros: MacroContext, engine: str, methods: dict[str, Callable]):
         self._macros = macros
+        self._engine = engine
+        self._methods = methods
 
     def dispatch(self, name: str, package: str | None = None) -> Callable:
-        for prefix in ("duckdb__", "default__"):
+        for prefix in (self._engine + "__", "default__"):
             if prefix + name in self._macros.names:
                 return self._macros.get(prefix + name)
-        raise ParquetMergeError(f"no macro {name!r} for duckdb in the dbt_merge package")
+        raise self._macros.error(f"no macro {name!r} for {self._engine} in the dbt_merge package")
 
     def type(self) -> str:
-        return "duckdb"
+        return self._engine
+
+    def __getattr__(self, name: str) -> Callable:
+        if name.startswith("_") or name not in self._methods:
+            raise AttributeError(name)
+        return self._methods[name]
 
 
 class _Namespace:
@@ -161,27 +190,39 @@ class _Namespace:
 
 
 class MacroContext:
-    """The package's macros bound to one merge: its config and its DuckDB connection.
+    """The package's macros bound to one merge: its config and its engine's statement runner.
 
-    run_query(sql) -> (column names, rows) runs SQL for `statement` calls; on_error(message)
-    raises the error the caller wants for `raise_merge_error` (it must not return).
+    run_query(sql) -> (column names, rows) runs SQL for `statement` calls, and run_statement(sql)
+    for those whose result is not fetched, when given; on_error(message) raises the error the
+    caller wants for `raise_merge_error` (it must not return). engine: the dispatch prefix and
+    adapter.type() (duckdb, spark); error: the exception type of the front end (for
+    exceptions.raise_compiler_error and the context's own failures); context: more names of
+    dbt's context the front end provides; adapter_methods: more methods of `adapter`.
     """
 
     def __init__(
         self,
         config: dict[str, Any],
-        run_query: Callable[[str], tuple[list[str], list[tuple]]],
+        run_query: Callable[..., tuple[list[str], list[tuple]]],
         on_error: Callable[[str], None],
         model_name: str = "merge_parquet_dataset",
+        *,
+        engine: str = "duckdb",
+        error: type[Exception] = ParquetMergeError,
+        context: dict[str, Any] | None = None,
+        adapter_methods: dict[str, Callable] | None = None,
+        run_statement: Callable[[str], None] | None = None,
     ):
         self._run_query = run_query
+        self._run_statement = run_statement
+        self.error = error
         self._results: dict[str, Table] = {}
         overrides: dict[str, Callable] = {"raise_merge_error": on_error}
         context = {
             "return": _return,
             "config": _Config(config),
-            "exceptions": _Exceptions(),
-            "adapter": _Adapter(self),
+            "exceptions": _Exceptions(error),
+            "adapter": _Adapter(self, engine, adapter_methods or {}),
             "dbt_merge": _Namespace(self),
             "statement": self._statement,
             "load_result": self._load_result,
@@ -190,6 +231,7 @@ class MacroContext:
             "execute": True,
             "var": lambda name, default=None: default,  # the Python API has no dbt vars
             "modules": {"re": re, "datetime": datetime},
+            **(context or {}),
         }
         self._folder = str(macros_dir())
         self._context = context
@@ -200,7 +242,7 @@ class MacroContext:
     def get(self, name: str) -> Callable:
         if name not in self._macros:
             if name not in self._files:
-                raise ParquetMergeError(f"no macro {name!r} in the dbt_merge package")
+                raise self.error(f"no macro {name!r} in the dbt_merge package")
             self._load(self._files[name])
         return self._macros[name]
 
@@ -229,7 +271,12 @@ class MacroContext:
         caller: Callable[[], str] | None = None,
     ) -> str:
         assert caller is not None and language == "sql"
-        columns, rows = self._run_query(str(caller()))
+        sql = str(caller())
+        if not fetch_result and self._run_statement is not None:
+            self._run_statement(sql)
+            columns, rows = [], []
+        else:
+            columns, rows = self._run_query(sql)
         if name is not None:
             self._results[name] = Table(columns, rows if fetch_result else [])
         return ""

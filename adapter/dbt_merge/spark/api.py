@@ -1,0 +1,193 @@
+"""merge_dataframe: merge a Spark DataFrame into a table, from a PySpark job.
+
+The door is thin: the options are read and checked by the package's macros
+(validate_merge_config), and the merge is the materialization's own flow
+(macros/flow/run_merge.sql), rendered in the stand-in context (dbt_merge.parquet.macros) with
+`spark__` macros first, on the DataFrame's own SparkSession. What dbt would give the flow
+(the target relation, its columns, a statement runner, table creation) comes from
+dbt_merge.spark.session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import Any
+
+from dbt_merge.errors import MergeError
+from dbt_merge.parquet.macros import MacroContext
+from dbt_merge.result import MergeResult
+from dbt_merge.spark.session import Column, Relation, SparkRunner
+
+
+def merge_dataframe(
+    df: Any,
+    target: str,
+    key_columns: str | Sequence[str],
+    strategy: str = "upsert",
+    *,
+    dedup_order_by: str | Sequence[str] | None = None,
+    merge_update_columns: Sequence[str] | None = None,
+    merge_exclude_columns: Sequence[str] | None = None,
+    merge_check_columns: Sequence[str] | None = None,
+    detect_unchanged: bool = True,
+    incremental_predicates: str | Sequence[str] | None = None,
+    on_key_outside_predicates: str | None = None,
+    max_delete_fraction: float = 0.5,
+    on_schema_change: str = "ignore",
+    merge_update_condition: str | None = None,
+    delete_condition: str | None = None,
+    soft_delete_column: str | None = None,
+    soft_delete_timestamp_column: str | None = None,
+    full_merge_write: str | None = None,
+    dry_run: bool = False,
+    merge_history_table: str | None = None,
+    file_format: str | None = None,
+    partition_by: str | Sequence[str] | None = None,
+    tblproperties: dict[str, str] | None = None,
+    options: dict[str, str] | None = None,
+    full_refresh: bool = False,
+) -> MergeResult:
+    """Merge the rows of `df` into the table `target` ("schema.table" or "table") of the
+    DataFrame's SparkSession, and return what the merge did.
+
+    key_columns: the key, a column name or a list (dbt's `unique_key`); strategy: upsert,
+    insert, update, full_merge or deduplicate. Every other option is the dbt config option of
+    the same name, with the same meaning (see the README's options table); file_format,
+    partition_by, tblproperties and options apply to a table the call creates (first merge, or
+    full_refresh=True); an existing table keeps its own format.
+
+    Runs in the user's session with its settings (ANSI mode, time zone, catalog) and leaves it as
+    it was: every setting the merge sets is put back, and no temporary view, cached relation or
+    work table is left, also when the merge fails. Raises MergeError, with the target unchanged,
+    on bad options or source rows. An Iceberg table gets one commit.
+    """
+    spark = df.sparkSession
+    this = _target_relation(spark, target)
+    config = {
+        "strategy": strategy,
+        "unique_key": key_columns,
+        "dedup_order_by": dedup_order_by,
+        "merge_update_columns": merge_update_columns,
+        "merge_exclude_columns": merge_exclude_columns,
+        "merge_check_columns": merge_check_columns,
+        "detect_unchanged": detect_unchanged,
+        "incremental_predicates": incremental_predicates,
+        "on_key_outside_predicates": on_key_outside_predicates,
+        "max_delete_fraction": max_delete_fraction,
+        "on_schema_change": on_schema_change,
+        "merge_update_condition": merge_update_condition,
+        "delete_condition": delete_condition,
+        "soft_delete_column": soft_delete_column,
+        "soft_delete_timestamp_column": soft_delete_timestamp_column,
+        "full_merge_write": full_merge_write,
+        "dry_run": dry_run,
+        "merge_history_table": merge_history_table,
+        "file_format": file_format,
+        "partition_by": partition_by,
+        "tblproperties": tblproperties,
+        "options": options,
+    }
+    prefix = f"dbt_merge: table '{this}': "
+
+    def fail(message: str) -> None:
+        raise MergeError(prefix + _api_wording(message))
+
+    invocation = str(uuid.uuid4())
+    source = "__dbt_merge_df_" + invocation.replace("-", "")
+    runner = SparkRunner(spark)
+    macros = MacroContext(
+        config,
+        runner.query,
+        fail,
+        model_name=str(this),
+        engine="spark",
+        error=MergeError,
+        run_statement=runner.statement,
+        context={
+            "this": this,
+            "model": {"name": str(this), "unique_id": f"merge_dataframe.{this}"},
+            "invocation_id": invocation,
+            "invocation_args_dict": {},
+            "local_md5": lambda text: hashlib.md5(str(text).encode()).hexdigest(),
+            "load_cached_relation": runner.load_relation,
+            "make_temp_relation": lambda base, suffix: Relation(
+                None, base.identifier + suffix, "view"
+            ),
+            "should_full_refresh": lambda: bool(full_refresh),
+            # relation_columns builds dbt Columns through dbt's api namespace
+            "api": SimpleNamespace(Column=SimpleNamespace(create=Column)),
+            "create_table_as": lambda temporary, relation, sql: _create_table_as(
+                config, relation, sql
+            ),
+        },
+        adapter_methods={
+            "get_columns_in_relation": runner.get_columns,
+            "drop_relation": runner.drop_relation,
+            "commit": lambda: None,
+        },
+    )
+    failed = True
+    try:
+        cfg = macros.validate_merge_config()
+        existing = runner.load_relation(this)
+        table = this.incorporate(type="table")
+        rebuild = existing is None or existing.is_view or bool(full_refresh)
+        before = None if rebuild else runner.current_snapshot(existing)
+        df.createOrReplaceTempView(source)
+        stats = macros.run_merge(cfg, table, existing, rebuild, f"select * from {source}")
+        snapshot = None
+        if not stats.get("dry_run") and not stats.get("skipped"):
+            snapshot = runner.current_snapshot(table)
+        failed = False
+        return MergeResult.from_stats(stats, None if snapshot == before else snapshot)
+    finally:
+        spark.catalog.dropTempView(source)
+        runner.close(failed)
+
+
+def _target_relation(spark, target: str) -> Relation:
+    parts = [p.strip("` ") for p in str(target).split(".")]
+    if len(parts) > 2 or not all(parts):
+        raise MergeError(
+            f"dbt_merge: table '{target}': the target must be 'schema.table' or 'table' (a table "
+            "of the session's catalog)."
+        )
+    schema = parts[0] if len(parts) == 2 else spark.catalog.currentDatabase()
+    return Relation(schema, parts[-1], "table")
+
+
+def _create_table_as(config: dict[str, Any], relation: Relation, sql: str) -> str:
+    """dbt-spark's create_table_as for a table the merge creates, always with a USING clause
+    (no Hive text table by default)."""
+    file_format = config.get("file_format") or "parquet"
+    head = "create or replace table" if file_format in ("iceberg", "delta") else "create table"
+    parts = [f"{head} {relation} using {file_format}"]
+    if config.get("options"):
+        parts.append(
+            "options (" + ", ".join(f'{k} "{v}"' for k, v in config["options"].items()) + ")"
+        )
+    if config.get("tblproperties"):
+        parts.append(
+            "tblproperties ("
+            + ", ".join(f"'{k}' = '{v}'" for k, v in config["tblproperties"].items())
+            + ")"
+        )
+    partition_by = config.get("partition_by")
+    if partition_by:
+        columns = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+        parts.append("partitioned by (" + ", ".join(columns) + ")")
+    return "\n".join(parts) + "\nas\n" + sql
+
+
+def _api_wording(message: str) -> str:
+    """The macros speak of a dbt model; this door has a DataFrame and a table."""
+    return (
+        message.replace("the model's SELECT", "the DataFrame")
+        .replace("The model's SELECT", "The DataFrame")
+        .replace("the SELECT", "the DataFrame")
+        .replace("The SELECT", "The DataFrame")
+        .replace("--full-refresh", "full_refresh=True")
+    )

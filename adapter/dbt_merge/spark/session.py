@@ -1,0 +1,204 @@
+"""What the merge flow needs from dbt-spark, in the user's own SparkSession, as a guest.
+
+- Relation / Column: the few attributes the macros read of dbt-spark's relations and columns
+  (rendered `schema.identifier`, unquoted, as dbt-spark renders them).
+- SparkRunner: runs the flow's statements and queries on the session, and remembers what the
+  call creates (temporary views, cached views, work tables) and which session settings it sets,
+  so that `close()` leaves the session as it found it, also after a failure.
+- SessionSettings: the session's settings are the session's, not the call's: two calls in two
+  threads of one session may both set a key the flow needs (e.g. storeAnalyzedPlanForView). The
+  first call to set a key keeps the value the user had; the key is put back when the last call
+  holding it ends, never while another call still runs with it.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, replace
+from typing import Any
+
+_SET = re.compile(r"^\s*set\s+([^\s=]+)\s*=", re.IGNORECASE)
+_RESET = re.compile(r"^\s*reset\s+(\S+)\s*$", re.IGNORECASE)
+_TEMP_VIEW = re.compile(r"^\s*create\s+or\s+replace\s+temporary\s+view\s+(\S+)", re.IGNORECASE)
+_CACHE = re.compile(r"^\s*cache\s+lazy\s+table\s+(\S+)", re.IGNORECASE)
+_WORK_TABLE = re.compile(r"^\s*create\s+table\s+(\S+__dbt_merge_\w+)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A table or view as the macros see a dbt-spark relation."""
+
+    schema: str | None
+    identifier: str
+    type: str = "table"
+    database: str | None = None
+
+    @property
+    def is_view(self) -> bool:
+        return self.type == "view"
+
+    @property
+    def is_table(self) -> bool:
+        return self.type == "table"
+
+    def incorporate(self, path: dict[str, Any] | None = None, type: str | None = None) -> Relation:
+        changes: dict[str, Any] = {k: v for k, v in (path or {}).items() if k != "database"}
+        if type is not None:
+            changes["type"] = type
+        return replace(self, **changes)
+
+    def render(self) -> str:
+        return ".".join(p for p in (self.schema, self.identifier) if p)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column as dbt-spark's get_columns_in_relation gives it (the type as DESCRIBE says)."""
+
+    name: str
+    dtype: str
+
+    @property
+    def column(self) -> str:
+        return self.name
+
+    @property
+    def data_type(self) -> str:
+        return self.dtype
+
+    @property
+    def quoted(self) -> str:
+        return "`" + self.name.replace("`", "``") + "`"
+
+
+class SessionSettings:
+    """Session settings held by running calls, per session: key -> [the user's value, holders]."""
+
+    _lock = threading.Lock()
+    _held: dict[tuple[int, str], list] = {}
+
+    @classmethod
+    def hold(cls, spark, key: str) -> None:
+        """Before a call first sets or resets `key`: remember the user's value (once)."""
+        with cls._lock:
+            entry = cls._held.get((id(spark), key))
+            if entry is None:
+                cls._held[(id(spark), key)] = [_explicit_value(spark, key), 1]
+            else:
+                entry[1] += 1
+
+    @classmethod
+    def release(cls, spark, key: str) -> None:
+        """When a call that held `key` ends: the last holder puts the user's value back."""
+        with cls._lock:
+            entry = cls._held[(id(spark), key)]
+            entry[1] -= 1
+            if entry[1] > 0:
+                return
+            del cls._held[(id(spark), key)]
+            if entry[0] is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, entry[0])
+
+
+def _explicit_value(spark, key: str) -> str | None:
+    """The value the session has set for `key`, or None when it runs with the default (`SET`
+    lists only the keys set explicitly)."""
+    for row in spark.sql("set").collect():
+        if row[0] == key:
+            return row[1]
+    return None
+
+
+class SparkRunner:
+    """The flow's statements on one SparkSession, and the clean-up of what one call made."""
+
+    def __init__(self, spark):
+        self.spark = spark
+        self.views: list[str] = []
+        self.cached: list[str] = []
+        self.work_tables: list[str] = []
+        self.settings: list[str] = []
+
+    def query(self, sql: str) -> tuple[list[str], list[tuple]]:
+        self._track(sql)
+        frame = self.spark.sql(sql)
+        return list(frame.columns), [tuple(row) for row in frame.collect()]
+
+    def statement(self, sql: str) -> None:
+        self._track(sql)
+        self.spark.sql(sql)
+
+    def _track(self, sql: str) -> None:
+        setting = _SET.match(sql) or _RESET.match(sql)
+        if setting and setting.group(1) not in self.settings:
+            SessionSettings.hold(self.spark, setting.group(1))
+            self.settings.append(setting.group(1))
+        for pattern, names in ((_TEMP_VIEW, self.views), (_CACHE, self.cached),
+                               (_WORK_TABLE, self.work_tables)):
+            found = pattern.match(sql)
+            if found and found.group(1) not in names:
+                names.append(found.group(1))
+
+    # ------------------------------------------------------------- dbt's context, for the macros
+
+    def load_relation(self, relation: Relation) -> Relation | None:
+        """load_cached_relation: the relation as it exists (table or view), or None."""
+        from pyspark.errors import AnalysisException
+
+        if not self.spark.catalog.tableExists(relation.render()):
+            return None
+        try:
+            kind = self.spark.catalog.getTable(relation.render()).tableType
+        except AnalysisException:
+            kind = "TABLE"
+        return relation.incorporate(type="view" if str(kind).upper() == "VIEW" else "table")
+
+    def get_columns(self, relation: Relation) -> list[Column]:
+        """adapter.get_columns_in_relation: every column, with DESCRIBE's type (char(n), decimal,
+        struct<...>). The names come from the relation's schema, so a name starting with `#`
+        does not end the list (dbt-spark's describe parser stops there)."""
+        fields = self.spark.table(relation.render()).schema.fields
+        rows = self.spark.sql(f"describe {relation}").collect()[: len(fields)]
+        return [Column(field.name, row[1]) for field, row in zip(fields, rows, strict=True)]
+
+    def drop_relation(self, relation: Relation) -> None:
+        self.statement(f"drop {'view' if relation.is_view else 'table'} if exists {relation}")
+
+    def current_snapshot(self, relation: Relation) -> int | None:
+        """The Iceberg snapshot the table is at, or None (not Iceberg, no snapshot yet)."""
+        value = str(
+            self.spark.sql(f"show tblproperties {relation} ('current-snapshot-id')").collect()[0][1]
+        )
+        return int(value) if value.lstrip("-").isdigit() else None
+
+    # ------------------------------------------------------------------ leave nothing behind
+
+    def close(self, failed: bool) -> None:
+        """Drop what this call created and still exists, then let go of the settings it set.
+        A partition rewrite's work table marked complete (dbt_merge.ready) is kept after a
+        failure: the next merge into the table finishes that write from it."""
+        try:
+            for name in reversed(self.cached):
+                self.spark.sql(f"uncache table if exists {name}")
+            for name in reversed(self.views):
+                self.spark.sql(f"drop view if exists {name}")
+            for name in self.work_tables:
+                if failed and "__dbt_merge_w_" in name and self._marked_ready(name):
+                    continue
+                self.spark.sql(f"drop table if exists {name}")
+        finally:
+            for key in self.settings:
+                SessionSettings.release(self.spark, key)
+            self.settings.clear()
+
+    def _marked_ready(self, name: str) -> bool:
+        if not self.spark.catalog.tableExists(name):
+            return False
+        value = self.spark.sql(f"show tblproperties {name} ('dbt_merge.ready')").collect()[0][1]
+        return re.match(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T", str(value)) is not None

@@ -1,0 +1,102 @@
+{#-
+  The merge flow, shared by every front end: the `merge` materialization (dbt) and the Python
+  doors (dbt_merge.spark.merge_dataframe), which render this macro in a stand-in for dbt's
+  context. Phases: stage and check the SELECT (nothing written yet) -> plan the schema change ->
+  build, or classify, count and check the counts -> write -> drop the work relations -> history.
+  Returns the statistics ({inserted, updated, deleted, unchanged, total[, held_back][, dry_run]}
+  or {skipped: reason}).
+
+  cfg       validate_merge_config()'s result
+  target    the table to merge into; existing: the relation found there (none on a first run)
+  rebuild   build the target from the SELECT (first run, a view there, or a full refresh)
+  sql       the SELECT (the source)
+  contract_enforced  check the SELECT's columns against the model's contract (dbt only)
+-#}
+{% macro run_merge(cfg, target, existing, rebuild, sql, contract_enforced=false) %}
+  {%- set relations = dbt_merge.work_relations(target, cfg) -%}
+  {%- set started_at = modules.datetime.datetime.utcnow() -%}
+
+  {#-- stage the SELECT once; its columns must match an enforced contract on every run. A first
+       build or full refresh on an engine that rolls the build back on failure loads the table
+       straight from the SELECT (a view, read once) and checks the rows it loaded --#}
+  {%- set check_after_build = rebuild and dbt_merge.check_after_rebuild(cfg) -%}
+  {% if rebuild %}
+    {#-- a build reads the SELECT in one CREATE TABLE AS, which takes any SELECT --#}
+    {% do dbt_merge.create_work_relation(relations.stage, sql, materialize=not check_after_build) %}
+    {% set staged_copy = none %}
+  {% else %}
+    {% set staged_copy = dbt_merge.stage_select(relations.stage, sql, materialize=true) %}
+  {% endif %}
+  {% set source_columns = dbt_merge.relation_columns(relations.stage) %}
+  {% if contract_enforced %}
+    {% do get_assert_columns_equivalent('select * from ' ~ relations.stage) %}
+  {% endif %}
+
+  {#-- plan: the schema change (made only just before the write) and the columns to compare --#}
+  {% set schema = none %}
+  {% if not rebuild %}
+    {% set schema = dbt_merge.plan_schema_changes(cfg.on_schema_change, target, source_columns,
+                      dbt_merge.relation_columns(existing)) %}
+  {% endif %}
+  {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_columns, schema) %}
+  {% do dbt_merge.check_column_types(plan) %}
+  {% if plan.stage != plan.raw_stage %}
+    {#-- keys and values as the target will store and compare them; soft-delete columns added --#}
+    {% do dbt_merge.create_work_relation(plan.stage, dbt_merge.converted_source_sql(plan), materialize=false) %}
+  {% endif %}
+
+  {#-- check the SELECT: keys present, not NULL, unique (or deduplicable), storable --#}
+  {% if plan.deduped %}
+    {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan)) %}
+  {% endif %}
+  {% if not check_after_build and dbt_merge.check_source_rows(plan) > 0 %}
+    {#-- some keys' first rows are identical repeats: keep one of each --#}
+    {% do dbt_merge.drop_work_relation(plan.deduped) %}
+    {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan, one_per_key=true)) %}
+  {% endif %}
+
+  {#-- [relation, materialized] pairs to drop at the end --#}
+  {% set work_relations = [[plan.deduped, true], [plan.stage if plan.stage != plan.raw_stage else none, false],
+                            [plan.raw_stage, not check_after_build]] %}
+  {% set skipped = dbt_merge.shrinking_run_mode() if not rebuild else none %}
+  {% if cfg.dry_run and rebuild %}
+    {#-- dry run of a first build or full refresh: the rows it would load --#}
+    {% set total = dbt_merge.count_rows('(' ~ dbt_merge.rebuild_rows_sql(plan) ~ ') as dbt_merge_rebuild') %}
+    {% set stats = {'inserted': total, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': total, 'dry_run': true} %}
+  {% elif rebuild %}
+    {% do dbt_merge.rebuild_target(plan, existing) %}
+    {% if check_after_build %}
+      {% set loaded = {} %}
+      {% do loaded.update(plan) %}
+      {% do loaded.update({'stage': plan.target, 'raw_stage': plan.target}) %}
+      {% do dbt_merge.check_source_rows(loaded) %}
+    {% endif %}
+    {% set total = dbt_merge.count_rows(target) %}
+    {% set stats = {'inserted': total, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': total} %}
+  {% elif skipped %}
+    {#-- --empty / --sample shrink the SELECT: merging it would delete or miss rows for no reason --#}
+    {% set stats = {'skipped': skipped} %}
+  {% else %}
+    {#-- the table state counted, checked and written: the write refuses a table that changed since --#}
+    {% do plan.update({'snapshot': dbt_merge.counted_snapshot(plan.target)}) %}
+    {% set keep_changes = dbt_merge.materialize_changes(plan) %}
+    {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan), materialize=keep_changes) %}
+    {% do work_relations.insert(0, [plan.changes, keep_changes]) %}
+    {% set stats = dbt_merge.count_changes(plan) %}
+    {% do dbt_merge.check_merge_counts(plan, stats) %}
+    {% if cfg.dry_run %}
+      {% do stats.update({'dry_run': true}) %}
+    {% else %}
+      {% do dbt_merge.apply_schema_changes(target, plan.schema) %}
+      {% do dbt_merge.apply_changes(plan, stats) %}
+    {% endif %}
+  {% endif %}
+  {% do dbt_merge.drop_work_relations(work_relations) %}
+  {% if staged_copy is not none %}
+    {% do dbt_merge.run_statement('drop table if exists ' ~ staged_copy) %}
+  {% endif %}
+  {% if cfg.history_table and not stats.dry_run and not stats.skipped %}
+    {% do dbt_merge.record_merge_history(cfg.history_table, target, cfg.strategy, stats, started_at) %}
+  {% endif %}
+  {{ return(stats) }}
+{% endmacro %}

@@ -1,0 +1,178 @@
+"""merge_dataframe (dbt_merge.spark) in the process's SparkSession: the strategies on Iceberg
+tables (rows, statistics, one commit each), a refused merge (message, target unchanged), the
+call as a guest in the user's session (settings, temporary views, cache, work tables as they
+were, after a success and after a failure), two calls in two threads, and the example job.
+The differential slice is tests/reliability/test_merge_dataframe.py."""
+
+from __future__ import annotations
+
+import runpy
+import threading
+from dataclasses import FrozenInstanceError
+from pathlib import Path
+
+import pytest
+from dbt_merge.result import MergeResult
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = "frontend_df"
+COLUMNS = "id int, name string, updated_at int"
+
+
+def test_result_is_a_frozen_dataclass_with_as_dict():
+    result = MergeResult.from_stats({"inserted": 1, "updated": 2, "deleted": 0, "unchanged": 3,
+                                     "total": 6, "held_back": 1, "dry_run": True}, 42)
+    assert result.as_dict() == {"inserted": 1, "updated": 2, "deleted": 0, "unchanged": 3,
+                                "total": 6, "held_back": 1, "dry_run": True, "snapshot_id": 42}
+    assert MergeResult.from_stats({"inserted": 1, "updated": 0, "deleted": 0, "unchanged": 0,
+                                   "total": 1}).as_dict() == {
+        "inserted": 1, "updated": 0, "deleted": 0, "unchanged": 0, "total": 1}
+    with pytest.raises(FrozenInstanceError):
+        result.inserted = 5
+
+
+def _table(spark, name: str, rows: list[tuple]) -> str:
+    spark.sql(f"create database if not exists {SCHEMA}")
+    spark.sql(f"drop table if exists {SCHEMA}.{name}")
+    spark.createDataFrame(rows, COLUMNS).writeTo(f"{SCHEMA}.{name}").using("iceberg").create()
+    return f"{SCHEMA}.{name}"
+
+
+def _rows(spark, table: str) -> list[tuple]:
+    return [tuple(r) for r in spark.table(table).orderBy("id").collect()]
+
+
+def _snapshots(spark, table: str) -> list[int]:
+    return [r[0] for r in spark.sql(f"select snapshot_id from {table}.snapshots "
+                                    "order by committed_at").collect()]
+
+
+def _session_state(spark) -> dict:
+    """What a guest must leave as it was: the session's settings (every key set explicitly),
+    its temporary views, the cached relations and the tables of the test schema."""
+    return {
+        "conf": {r[0]: r[1] for r in spark.sql("set").collect()},
+        "temp_views": sorted(t.name for t in spark.catalog.listTables() if t.isTemporary),
+        "cache_empty": spark._jsparkSession.sharedState().cacheManager().isEmpty(),
+        "tables": sorted(t.name for t in spark.catalog.listTables(SCHEMA)),
+    }
+
+
+TARGET = [(1, "a", 1), (2, "b", 1), (3, "c", 1)]
+SOURCE = [(1, "a", 1), (2, "B", 2), (4, "d", 1)]
+EXPECTED = {  # strategy -> (rows after, inserted, updated, deleted, unchanged)
+    "upsert": ([(1, "a", 1), (2, "B", 2), (3, "c", 1), (4, "d", 1)], 1, 1, 0, 1),
+    "insert": ([(1, "a", 1), (2, "b", 1), (3, "c", 1), (4, "d", 1)], 1, 0, 0, 2),  # matched: kept
+    "update": ([(1, "a", 1), (2, "B", 2), (3, "c", 1)], 0, 1, 0, 1),
+    "full_merge": ([(1, "a", 1), (2, "B", 2), (4, "d", 1)], 1, 1, 1, 1),
+    "deduplicate": ([(1, "a", 1), (2, "B", 2), (3, "c", 1), (4, "d", 1)], 1, 1, 0, 1),
+}
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("strategy", sorted(EXPECTED))
+def test_strategies(spark, strategy):
+    from dbt_merge.spark import merge_dataframe
+
+    table = _table(spark, f"s_{strategy}", TARGET)
+    before = _snapshots(spark, table)
+    source = SOURCE + ([(2, "B", 2)] if strategy == "deduplicate" else [])  # a repeated row
+    options = {"dedup_order_by": ["updated_at desc"]} if strategy == "deduplicate" else {}
+    if strategy == "full_merge":
+        options["max_delete_fraction"] = 1
+    result = merge_dataframe(spark.createDataFrame(source, COLUMNS), table, key_columns="id",
+                             strategy=strategy, merge_check_columns=["updated_at"], **options)
+    rows, inserted, updated, deleted, unchanged = EXPECTED[strategy]
+    assert _rows(spark, table) == rows
+    assert (result.inserted, result.updated, result.deleted, result.unchanged, result.total) == (
+        inserted, updated, deleted, unchanged, len(rows))
+    after = _snapshots(spark, table)
+    assert after[:-1] == before and len(after) == len(before) + 1  # one Iceberg commit
+    assert result.snapshot_id == after[-1] and not result.dry_run and result.skipped is None
+
+
+@pytest.mark.spark
+def test_guest_in_the_users_session(spark):
+    """ANSI on and a non-UTC time zone, as the user set them: a refused merge (the target, its
+    snapshots and the session as they were) and then a merge that succeeds (the session as it
+    was again), with the message of the error catalogue."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+
+    table = _table(spark, "guest", TARGET)
+    user = {"spark.sql.ansi.enabled": "true", "spark.sql.session.timeZone": "America/Sao_Paulo",
+            "spark.sql.legacy.storeAnalyzedPlanForView": "false"}
+    saved = {k: spark.conf.get(k, None) for k in user}
+    for key, value in user.items():
+        spark.conf.set(key, value)
+    try:
+        state = _session_state(spark)
+        snapshots = _snapshots(spark, table)
+        bad = spark.createDataFrame([(5, "x", 1), (5, "y", 2)], COLUMNS)
+        with pytest.raises(MergeError) as error:
+            merge_dataframe(bad, table, key_columns=["id"], strategy="upsert")
+        assert isinstance(error.value, ValueError)
+        assert str(error.value) == (
+            f"dbt_merge: table '{table}': 1 unique_key value(s) occur more than once in the "
+            "DataFrame, e.g. (id) = (5). Make the key unique in the DataFrame, fix unique_key, or "
+            "use strategy='deduplicate' with dedup_order_by to keep one row per key. The target "
+            "was not changed.")
+        assert _rows(spark, table) == TARGET and _snapshots(spark, table) == snapshots
+        assert _session_state(spark) == state
+
+        good = spark.createDataFrame(SOURCE, COLUMNS)
+        result = merge_dataframe(good, table, key_columns=["id"], strategy="upsert",
+                                 merge_check_columns=["updated_at"])
+        assert (result.inserted, result.updated, result.unchanged) == (1, 1, 1)
+        assert _session_state(spark) == state
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+@pytest.mark.spark
+def test_two_threads_on_different_targets(spark):
+    from dbt_merge.spark import merge_dataframe
+
+    tables = [_table(spark, f"thread_{i}", TARGET) for i in range(2)]
+    state = _session_state(spark)
+    results: dict[str, object] = {}
+
+    def run(table: str, shift: int) -> None:
+        source = [(i + shift, n, u) for i, n, u in SOURCE]
+        try:
+            results[table] = merge_dataframe(spark.createDataFrame(source, COLUMNS), table,
+                                             key_columns="id", merge_check_columns=["updated_at"])
+        except Exception as e:  # noqa: BLE001 - reported by the assertion below
+            results[table] = e
+
+    threads = [threading.Thread(target=run, args=(t, 10 * i)) for i, t in enumerate(tables)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    first, second = (results[t] for t in tables)
+    assert isinstance(first, MergeResult), first
+    assert isinstance(second, MergeResult), second
+    assert first.as_dict() == {"inserted": 1, "updated": 1, "deleted": 0, "unchanged": 1,
+                               "total": 4, "snapshot_id": first.snapshot_id}
+    assert second.as_dict() == {"inserted": 3, "updated": 0, "deleted": 0, "unchanged": 0,
+                                "total": 6, "snapshot_id": second.snapshot_id}
+    assert _rows(spark, tables[0]) == EXPECTED["upsert"][0]
+    assert _rows(spark, tables[1]) == sorted(TARGET + [(11, "a", 1), (12, "B", 2), (14, "d", 1)])
+    assert _session_state(spark) == state
+
+
+@pytest.mark.spark
+def test_pyspark_job_example(spark, capsys):
+    """examples/pyspark_job.py runs (here in the test's session) and merges twice."""
+    job = runpy.run_path(str(ROOT / "examples" / "pyspark_job.py"))
+    first, second = job["main"](f"{SCHEMA}.example_customers")
+    assert first.as_dict() | {"snapshot_id": 0} == {
+        "inserted": 2, "updated": 0, "deleted": 0, "unchanged": 0, "total": 2, "snapshot_id": 0}
+    assert (second.inserted, second.updated, second.unchanged, second.total) == (1, 1, 1, 3)
+    assert second.snapshot_id is not None and second.snapshot_id != first.snapshot_id
+    out = capsys.readouterr().out
+    assert f"{SCHEMA}.example_customers: 1 inserted, 1 updated, 0 deleted, 1 unchanged" in out
