@@ -10,4 +10,8 @@ def __getattr__(name: str):
         from dbt_merge import parquet
 
         return getattr(parquet, name)
+    if name in ("MergeError", "MergeResult"):
+        from dbt_merge import errors, result
+
+        return getattr(errors if name == "MergeError" else result, name)
     raise AttributeError(f"module 'dbt_merge' has no attribute {name!r}")
