@@ -32,7 +32,7 @@
   {% do persist_docs(target, model) %}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
   {% if row[9] is not none %}
-    {% do dbt_merge.run_sql('select ' ~ row[9] ~ '()', 'dbt_merge_parquet_publish') %}
+    {% do dbt_merge.run_sql('select ' ~ row[9] ~ '()', 'dbt_merge_parquet') %}
     {% do dbt_merge.run_statement('create or replace view ' ~ target ~ ' as select * from ' ~ row[8]) %}
     {% do persist_docs(target, model) %}
   {% endif %}
