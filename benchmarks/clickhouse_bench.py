@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 import clickhouse_connect
 import duckdb
 from dbt.adapters.duckdb.utils import SourceConfig
-from dbt_merge.clickhouse_client import SELECT_QUERY
-from dbt_merge.duckdb_plugin import Plugin
+from dbt_merge.clickhouse.client import SELECT_QUERY
+from dbt_merge.duckdb.plugin import Plugin
 
 ENGINES = {
     "ReplacingMergeTree": (
@@ -139,7 +139,7 @@ def main() -> None:
     )
 
     table = "ReplacingMergeTree"
-    plugin = Plugin.create("dbt_merge.duckdb_plugin", alias="clickhouse", config={"dsn": dsn})
+    plugin = Plugin.create("dbt_merge.duckdb.plugin", alias="clickhouse", config={"dsn": dsn})
     source = SourceConfig(
         name=table,
         identifier=table,

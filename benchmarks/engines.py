@@ -173,7 +173,7 @@ class Spark(_SparkSQL):
     name = "spark"
 
     def __init__(self, conf: dict[str, str]):
-        from dbt_merge.spark_session import get_spark_session
+        from dbt_merge.spark.profile import get_spark_session
         from pyspark import __version__
 
         self.version = __version__
@@ -355,7 +355,7 @@ def open_engine(name: str, duckdb_path: Path, project_dir: Path, cluster=None, u
         return SparkThrift(
             cluster.thrift_port, cluster.pids["thrift"], cluster.pids["worker"], ui_port
         )
-    from dbt_merge.spark_session import load_target, spark_conf
+    from dbt_merge.spark.profile import load_target, spark_conf
 
     return Spark(spark_conf(load_target(project_dir, "merge_bench", "spark")))
 

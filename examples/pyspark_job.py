@@ -24,7 +24,7 @@ def session():
         os.environ["ICEBERG_JAR"] = str(
             iceberg.get_jar_path("iceberg-spark-runtime-3.5_2.12-1.10.2.jar")
         )
-    from dbt_merge.spark_session import get_spark_session, load_target, spark_conf
+    from dbt_merge.spark.profile import get_spark_session, load_target, spark_conf
 
     target = load_target(ROOT / "integration_tests", "integration_tests", "spark")
     return get_spark_session(spark_conf(target))

@@ -47,7 +47,7 @@ def state_dir() -> Path:
 @pytest.fixture(scope="session")
 def spark():
     """The process's SparkSession, configured like the integration profile's spark target."""
-    from dbt_merge.spark_session import get_spark_session, load_target, spark_conf
+    from dbt_merge.spark.profile import get_spark_session, load_target, spark_conf
 
     conf = spark_conf(load_target(INTEGRATION, "integration_tests", "spark"))
     session = get_spark_session(conf)

@@ -11,16 +11,16 @@ from pathlib import Path
 
 import yaml
 
-from dbt_merge.clickhouse_client import (
+from dbt_merge.clickhouse.client import (
     Catalog,
     ReadPlan,
     TableNotFoundError,
     check_loadable,
     connect,
 )
-from dbt_merge.clickhouse_config import ClickHouseConfig
-from dbt_merge.clickhouse_engines import EngineInfo, Family
-from dbt_merge.final_decision import FinalNotSupportedError
+from dbt_merge.clickhouse.config import ClickHouseConfig
+from dbt_merge.clickhouse.engines import EngineInfo, Family
+from dbt_merge.clickhouse.final_decision import FinalNotSupportedError
 from dbt_merge.sources import ClickHouseSource, parse_project
 
 INSPECT_HEADERS = (
@@ -142,8 +142,8 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _land(args: argparse.Namespace) -> int:
-    from dbt_merge.spark_loader import land
-    from dbt_merge.spark_session import get_spark_session, load_target, spark_conf
+    from dbt_merge.spark.loader import land
+    from dbt_merge.spark.profile import get_spark_session, load_target, spark_conf
 
     catalog, plans = _plans(args)
     for _, plan in plans:

@@ -2,8 +2,9 @@
 Python front end renders the merge through (the Parquet merge, and `merge_dataframe` on Spark,
 which runs the whole flow, `macros/flow/run_merge.sql`, as the `merge` materialization does).
 
-The macros (`macros/flow`, `plan`, `validation`, `strategies`, `stats`, `history`, `utils`)
-are rendered in a small stand-in for dbt's macro context:
+The macros (`macros/flow` and the folders of its phases: `stage`, `validation`, `plan`,
+`schema`, `classify`, `stats`, `write`, `history`; and `utils`) are rendered in a small
+stand-in for dbt's macro context:
 
 - `dbt_merge.<name>(...)` and `adapter.dispatch(name, 'dbt_merge')` resolve to the package's
   macros for the engine given (`duckdb__` or `spark__` first, then `default__`), as the dbt
@@ -37,11 +38,15 @@ from typing import Any
 
 import jinja2
 
-from dbt_merge.parquet.errors import ParquetMergeError
+from dbt_merge.errors import MergeError
 
 # Folders of macros/ whose files are plain Jinja macros (materializations and generic tests use
-# dbt's own block tags and are not needed here).
-MACRO_FOLDERS = ("flow", "plan", "validation", "strategies", "stats", "history", "utils")
+# dbt's own block tags and are not needed here): the flow (macros/flow/run_merge.sql), the
+# phases it walks through, and utils.
+MACRO_FOLDERS = (
+    "flow", "stage", "validation", "plan", "schema", "classify", "stats", "write", "history",
+    "utils",
+)
 
 
 def macros_dir() -> Path:
@@ -50,11 +55,11 @@ def macros_dir() -> Path:
     override = os.environ.get("DBT_MERGE_MACROS")
     if override:
         return Path(override)
-    here = Path(__file__).resolve().parent.parent
+    here = Path(__file__).resolve().parent
     for candidate in (here / "_macros", here.parent.parent / "macros"):
         if (candidate / "plan" / "merge_strategies.sql").is_file():
             return candidate
-    raise ParquetMergeError(
+    raise MergeError(
         "cannot find the dbt_merge macros (looked in dbt_merge/_macros and the checkout's "
         "macros/). Set DBT_MERGE_MACROS to the package's macros folder."
     )
@@ -208,7 +213,7 @@ class MacroContext:
         model_name: str = "merge_parquet_dataset",
         *,
         engine: str = "duckdb",
-        error: type[Exception] = ParquetMergeError,
+        error: type[Exception] = MergeError,
         context: dict[str, Any] | None = None,
         adapter_methods: dict[str, Callable] | None = None,
         run_statement: Callable[[str], None] | None = None,

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dbt_merge.final_decision import parse_use_final
+from dbt_merge.clickhouse.final_decision import parse_use_final
 
 
 @dataclass(frozen=True)

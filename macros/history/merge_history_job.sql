@@ -3,7 +3,7 @@
   sharing it only append to it (record_merge_history). DuckDB refuses two open transactions that
   both create the table (`Catalog write-write conflict`, on first use under --threads), so there
   the table is created by a dbt-duckdb Python job, on a cursor of its own, one thread at a time
-  (dbt_merge.duckdb_history). Returns that job's code, which the materialization runs (dbt
+  (dbt_merge.duckdb.history). Returns that job's code, which the materialization runs (dbt
   allows statement(language='python') only there), or none: the table is known to exist, or
   the engine (Spark) creates it when the row is written.
 -#}
@@ -22,7 +22,7 @@
   {% endif %}
   {#- dbt-duckdb runs model(dbt, session), then materialize(df, cursor) on a new cursor -#}
   {% set code %}
-from dbt_merge.duckdb_history import create_table
+from dbt_merge.duckdb.history import create_table
 
 
 class dbtObj:

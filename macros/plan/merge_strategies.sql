@@ -6,7 +6,7 @@
     source_only  - the key is only in the source
     target_only  - the key is only in the target (within incremental_predicates)
   and each strategy picks an action per class. The engines never look at the strategy name;
-  they render the actions (see merge_plan.sql and macros/strategies/).
+  they render the actions (see build_merge_plan.sql, macros/classify/ and macros/write/).
 #}
 {% macro merge_strategies() %}
   {{ return({

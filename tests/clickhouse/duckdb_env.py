@@ -27,7 +27,7 @@ def forget_dbt_duckdb_env() -> None:
 def duckdb_env(path: Path, dsn: str) -> Iterator[environments.Environment]:
     creds = DuckDBCredentials(
         path=str(path),
-        plugins=[PluginConfig(module="dbt_merge.duckdb_plugin", alias="clickhouse",
+        plugins=[PluginConfig(module="dbt_merge.duckdb.plugin", alias="clickhouse",
                               config={"dsn": dsn})],
     )
     env = environments.create(creds)

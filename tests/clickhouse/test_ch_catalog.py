@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from ch_data import arrow_rows, clickhouse_rows
-from dbt_merge.clickhouse_client import Catalog, TableNotFoundError
-from dbt_merge.clickhouse_engines import Family
-from dbt_merge.final_decision import FinalNotSupportedError
+from dbt_merge.clickhouse.client import Catalog, TableNotFoundError
+from dbt_merge.clickhouse.engines import Family
+from dbt_merge.clickhouse.final_decision import FinalNotSupportedError
 
 pytestmark = pytest.mark.clickhouse
 

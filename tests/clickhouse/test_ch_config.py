@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-from dbt_merge.clickhouse_client import connect
-from dbt_merge.clickhouse_config import ClickHouseConfig, redact_dsn
+from dbt_merge.clickhouse.client import connect
+from dbt_merge.clickhouse.config import ClickHouseConfig, redact_dsn
 
 SECRET = "pw-9f8e7d-never-shown"
 

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pytest
 from ch_data import FINAL_MATTERS, PROJECT_SOURCES, clickhouse_rows, project_args, rows
 from dbt.adapters.duckdb.utils import SourceConfig
-from dbt_merge.clickhouse_config import ClickHouseConfig
-from dbt_merge.duckdb_plugin import Plugin
-from dbt_merge.final_decision import FinalNotSupportedError
+from dbt_merge.clickhouse.config import ClickHouseConfig
+from dbt_merge.clickhouse.final_decision import FinalNotSupportedError
+from dbt_merge.duckdb.plugin import Plugin
 from duckdb_env import forget_dbt_duckdb_env
 
 pytestmark = pytest.mark.clickhouse
@@ -70,7 +70,7 @@ def test_password_never_logged(dbt_duckdb):
 
 
 def test_forcing_final_on_merge_tree_fails_naming_source_and_engine(chdb_dsn):
-    plugin = Plugin.create("dbt_merge.duckdb_plugin", alias="clickhouse", config={"dsn": chdb_dsn})
+    plugin = Plugin.create("dbt_merge.duckdb.plugin", alias="clickhouse", config={"dsn": chdb_dsn})
     config = SourceConfig(
         name="mt",
         identifier="mt",
@@ -92,7 +92,7 @@ def test_load_into_duckdb_streams_with_bounded_arrow_memory(ch, chdb_dsn):
     )
     ch.command("TRUNCATE TABLE ch_a.wide")
     ch.command("INSERT INTO ch_a.wide SELECT number, repeat('x', 100), 1 FROM numbers(1000000)")
-    plugin = Plugin.create("dbt_merge.duckdb_plugin", alias="clickhouse", config={"dsn": chdb_dsn})
+    plugin = Plugin.create("dbt_merge.duckdb.plugin", alias="clickhouse", config={"dsn": chdb_dsn})
     reader = plugin.load(
         SourceConfig(name="wide", identifier="wide", schema="ch_a", database=None, meta={}, tags=[])
     )

@@ -9,7 +9,7 @@ import yaml
 from ch_data import clickhouse_rows, rows
 from dbt.adapters.duckdb.utils import SourceConfig
 from dbt_helpers import run_dbt
-from dbt_merge.duckdb_loader import qualified
+from dbt_merge.duckdb.loader import qualified
 from duckdb_env import duckdb_env, forget_dbt_duckdb_env
 
 pytestmark = pytest.mark.clickhouse
@@ -59,7 +59,7 @@ def _project(root, chdb_dsn):
     (root / "profiles.yml").write_text(yaml.safe_dump({"ch_names": {"target": "duckdb", "outputs": {
         "duckdb": {
             "type": "duckdb", "path": str(root / "names.duckdb"), "schema": "main", "threads": 1,
-            "plugins": [{"module": "dbt_merge.duckdb_plugin", "alias": "clickhouse",
+            "plugins": [{"module": "dbt_merge.duckdb.plugin", "alias": "clickhouse",
                          "config": {"dsn": chdb_dsn}}],
         }}}}))
     (root / "models" / "sources.yml").write_text(yaml.safe_dump({"version": 2, "sources": [{

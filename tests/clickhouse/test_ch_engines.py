@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from dbt_merge.clickhouse_engines import Family, engine_args, parse_engine, split_args
+from dbt_merge.clickhouse.engines import Family, engine_args, parse_engine, split_args
 
 SETTINGS = " ORDER BY k SETTINGS index_granularity = 8192"
 KEEPER = "'/clickhouse/tables/{uuid}/{shard}', '{replica}'"

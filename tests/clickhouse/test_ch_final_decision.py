@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from dbt_merge.clickhouse_engines import EngineInfo, Family, parse_engine
-from dbt_merge.final_decision import (
+from dbt_merge.clickhouse.engines import EngineInfo, Family, parse_engine
+from dbt_merge.clickhouse.final_decision import (
     FinalNotSupportedError,
     decide,
     parse_use_final,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from ch_data import FINAL_MATTERS, PROJECT_SOURCES, clickhouse_rows, project_args, rows
 from dbt_merge.cli import main
-from dbt_merge.clickhouse_client import Catalog
+from dbt_merge.clickhouse.client import Catalog
 from dbt_merge.sources import ClickHouseSource
-from dbt_merge.spark_loader import land
+from dbt_merge.spark.loader import land
 
 pytestmark = [pytest.mark.clickhouse, pytest.mark.spark]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import duckdb
 import pytest
 from dbt_merge.parquet import ParquetMergeError
-from dbt_merge.parquet.macros import MacroContext, macros_dir
 from dbt_merge.parquet.sql import Column
+from dbt_merge.render import MacroContext, macros_dir
 from reliability.reference import STRATEGIES
 
 

@@ -29,7 +29,7 @@ UPSERT_RESULT = (
 
 
 def session():
-    from dbt_merge.spark_session import get_spark_session, load_target, spark_conf
+    from dbt_merge.spark.profile import get_spark_session, load_target, spark_conf
 
     conf = spark_conf(
         load_target(HERE.parents[1] / "integration_tests", "integration_tests", "spark")

@@ -9,9 +9,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from dbt_merge.clickhouse_config import ClickHouseConfig
-from dbt_merge.clickhouse_engines import EngineInfo, Family, parse_engine
-from dbt_merge.final_decision import FinalDecision, decide
+from dbt_merge.clickhouse.config import ClickHouseConfig
+from dbt_merge.clickhouse.engines import EngineInfo, Family, parse_engine
+from dbt_merge.clickhouse.final_decision import FinalDecision, decide
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dbt_merge.clickhouse_engines import EngineInfo, Family
+from dbt_merge.clickhouse.engines import EngineInfo, Family
 
 # family -> (supports FINAL, used by default, why). None = unknown until probed.
 DECISION_TABLE: dict[Family, tuple[bool | None, bool | None, str]] = {

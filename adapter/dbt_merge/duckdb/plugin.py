@@ -3,7 +3,7 @@
 profiles.yml::
 
     plugins:
-      - module: dbt_merge.duckdb_plugin
+      - module: dbt_merge.duckdb.plugin   # dbt_merge.duckdb_plugin, the path before, works too
         alias: clickhouse
         config:
           dsn: "{{ env_var('CLICKHOUSE_DSN') }}"   # or host/port/username/password/database
@@ -11,8 +11,8 @@ profiles.yml::
 sources: ``meta: {plugin: clickhouse, use_final: true|false}`` (per source or per table).
 
 dbt-duckdb writes what `load` returns into DuckDB itself, pasting the names unquoted and letting
-threads race on the catalog (see `duckdb_loader`). So the plugin also routes the loads of its
-own sources (only those) through `duckdb_loader`: `initialize` wraps dbt-duckdb's
+threads race on the catalog (see `dbt_merge.duckdb.loader`). So the plugin also routes the loads
+of its own sources (only those) through that loader: `initialize` wraps dbt-duckdb's
 `LocalEnvironment.load_source` once per process.
 """
 
@@ -24,10 +24,10 @@ from typing import Any
 from dbt.adapters.duckdb.plugins import BasePlugin
 from dbt.adapters.duckdb.utils import SourceConfig
 
-from dbt_merge import duckdb_loader
-from dbt_merge.clickhouse_client import Catalog, connect
-from dbt_merge.clickhouse_config import ClickHouseConfig
-from dbt_merge.final_decision import parse_use_final
+from dbt_merge.clickhouse.client import Catalog, connect
+from dbt_merge.clickhouse.config import ClickHouseConfig
+from dbt_merge.clickhouse.final_decision import parse_use_final
+from dbt_merge.duckdb import loader as duckdb_loader
 
 
 class Plugin(BasePlugin):

@@ -36,8 +36,8 @@ import duckdb
 from dbt_merge.parquet import commit, layout, schema, types
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
-from dbt_merge.parquet.macros import MacroContext
 from dbt_merge.parquet.sql import DST, SRC, Column
+from dbt_merge.render import MacroContext
 from dbt_merge.result import MergeResult
 
 GLOB_CHARACTERS = "*?[{"
@@ -228,7 +228,7 @@ def run_merge(
             con.execute("set enable_progress_bar = false")  # a library prints nothing
         con = getattr(con, "_cursor", con)  # dbt-duckdb wraps its cursor
         session = _Session(con, tx.id)
-        macros = MacroContext(config, session.query, fail)
+        macros = MacroContext(config, session.query, fail, error=ParquetMergeError)
         try:
             cfg = macros.validate_merge_config()
             merge = _Merge(session, macros, cfg, tx, root, options, fail, full_refresh, durable)

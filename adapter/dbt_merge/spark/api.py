@@ -2,7 +2,7 @@
 
 The door is thin: the options are read and checked by the package's macros
 (validate_merge_config), and the merge is the materialization's own flow
-(macros/flow/run_merge.sql), rendered in the stand-in context (dbt_merge.parquet.macros) with
+(macros/flow/run_merge.sql), rendered in the stand-in context (dbt_merge.render) with
 `spark__` macros first, on the DataFrame's own SparkSession. What dbt would give the flow
 (the target relation, its columns, a statement runner, table creation) comes from
 dbt_merge.spark.session.
@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from dbt_merge.errors import MergeError
-from dbt_merge.parquet.macros import MacroContext
+from dbt_merge.render import MacroContext
 from dbt_merge.result import MergeResult
 from dbt_merge.spark.session import Column, Relation, SparkRunner
 

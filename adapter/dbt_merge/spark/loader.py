@@ -18,7 +18,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from dbt_merge.clickhouse_client import Catalog, ReadPlan
+from dbt_merge.clickhouse.client import Catalog, ReadPlan
 from dbt_merge.sources import ClickHouseSource
 
 logger = logging.getLogger(__name__)
