@@ -65,6 +65,20 @@ def macros_dir() -> Path:
     )
 
 
+def source_wording(message: str, source: str) -> str:
+    """A macro's message as a Python door says it: the macros speak of a dbt model's SELECT and
+    --full-refresh; a door has a source (`source`: "the DataFrame", "the source") and a
+    full_refresh keyword."""
+    title = source[:1].upper() + source[1:]
+    return (
+        message.replace("the model's SELECT", source)
+        .replace("The model's SELECT", title)
+        .replace("the SELECT", source)
+        .replace("The SELECT", title)
+        .replace("--full-refresh", "full_refresh=True")
+    )
+
+
 class _MacroReturn(Exception):
     def __init__(self, value: Any):
         super().__init__()

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from dbt_merge.errors import MergeError
-from dbt_merge.render import MacroContext
+from dbt_merge.render import MacroContext, source_wording
 from dbt_merge.result import MergeResult
 from dbt_merge.spark.session import Column, Relation, SparkRunner
 
@@ -93,7 +93,7 @@ def merge_dataframe(
     prefix = f"dbt_merge: table '{this}': "
 
     def fail(message: str) -> None:
-        raise MergeError(prefix + _api_wording(message))
+        raise MergeError(prefix + source_wording(message, "the DataFrame"))
 
     invocation = str(uuid.uuid4())
     source = "__dbt_merge_df_" + invocation.replace("-", "")
@@ -180,14 +180,3 @@ def _create_table_as(config: dict[str, Any], relation: Relation, sql: str) -> st
         columns = [partition_by] if isinstance(partition_by, str) else list(partition_by)
         parts.append("partitioned by (" + ", ".join(columns) + ")")
     return "\n".join(parts) + "\nas\n" + sql
-
-
-def _api_wording(message: str) -> str:
-    """The macros speak of a dbt model; this door has a DataFrame and a table."""
-    return (
-        message.replace("the model's SELECT", "the DataFrame")
-        .replace("The model's SELECT", "The DataFrame")
-        .replace("the SELECT", "the DataFrame")
-        .replace("The SELECT", "The DataFrame")
-        .replace("--full-refresh", "full_refresh=True")
-    )
