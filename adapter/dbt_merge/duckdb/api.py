@@ -144,8 +144,6 @@ def merge_table(
         except BaseException:
             connection.rollback()
             raise
-        finally:
-            runner.close()
     finally:
         if view is not None:
             connection.unregister(view)

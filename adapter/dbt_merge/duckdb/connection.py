@@ -3,19 +3,15 @@
 - Relation / Column: the few attributes the macros read of dbt-duckdb's relations and columns
   (rendered `"database"."schema"."identifier"`, quoted, as dbt-duckdb renders them; a work
   relation has its identifier only, as dbt-duckdb's make_temp_relation gives it).
-- DuckDBRunner: runs the flow's statements and queries on the connection, and remembers the
-  temporary tables and views the call creates, so that `close()` leaves none behind.
+- DuckDBRunner: runs the flow's statements and queries on the connection. It leaves nothing to
+  clean up: the flow drops its temporary work relations when it succeeds, and the rollback of
+  the call's transaction drops those it created when it fails.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Any
-
-_TEMP_RELATION = re.compile(
-    r"^\s*create\s+or\s+replace\s+temporary\s+(table|view)\s+(\S+)", re.IGNORECASE
-)
 
 
 def quote(name: str) -> str:
@@ -84,29 +80,18 @@ class Column:
 
 
 class DuckDBRunner:
-    """The flow's statements on one connection, and the clean-up of what one call made."""
+    """The flow's statements and dbt-duckdb's catalog look-ups, on one connection."""
 
     def __init__(self, con):
         self.con = con
-        self.temporary: list[tuple[str, str]] = []
 
     def query(self, sql: str) -> tuple[list[str], list[tuple]]:
-        self._track(sql)
         cursor = self.con.execute(sql)
         columns = [d[0] for d in cursor.description or []]
         return columns, cursor.fetchall() if columns else []
 
     def statement(self, sql: str) -> None:
-        self._track(sql)
         self.con.execute(sql)
-
-    def _track(self, sql: str) -> None:
-        for statement in sql.split(";"):
-            found = _TEMP_RELATION.match(statement)
-            if found and (found.group(1).lower(), found.group(2)) not in self.temporary:
-                self.temporary.append((found.group(1).lower(), found.group(2)))
-
-    # ------------------------------------------------------------- dbt's context, for the macros
 
     def load_relation(self, relation: Relation) -> Relation | None:
         """load_cached_relation: the relation as the catalog names it (table or view), or None."""
@@ -128,12 +113,3 @@ class DuckDBRunner:
 
     def drop_relation(self, relation: Relation) -> None:
         self.statement(f"drop {'view' if relation.is_view else 'table'} if exists {relation}")
-
-    # ------------------------------------------------------------------ leave nothing behind
-
-    def close(self) -> None:
-        """Drop the temporary tables and views this call created that still exist (a rolled
-        back transaction has dropped those it created already)."""
-        for kind, name in reversed(self.temporary):
-            self.con.execute(f"drop {kind} if exists {name}")
-        self.temporary.clear()
