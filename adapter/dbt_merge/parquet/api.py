@@ -490,6 +490,9 @@ class _Merge:
             partition_columns=partitions,
             hive_types=hive_types or {},
         )
+        if build:
+            # the rows a build loads (rebuild_rows_sql: without those delete_condition deletes)
+            source = f"({self.m.rebuild_rows_sql(plan)}) as dbt_merge_rebuild"
         if build and self.cfg["dry_run"]:
             rows = self.s.one(f"select count(*) from {source}")[0]
             report.stats = {
@@ -744,11 +747,7 @@ class _Merge:
         inserts = actions["source_only"] == "insert"
         inserted = 0
         if inserts:
-            source_rows = self.s.one(
-                f"select count(*) from {source} as {SRC}"
-                + (f" where {kept_source}" if kept_source else "")
-            )[0]
-            inserted = source_rows - distinct_keys("UNH")
+            inserted = self._count(source, SRC, kept_source) - distinct_keys("UNH")
         stats = {
             "inserted": inserted,
             "updated": counts["U"],
@@ -760,10 +759,9 @@ class _Merge:
         stats["total"] = target_rows + inserted - (0 if live else stats["deleted"])
         considered_rows = 0
         if deletes:
-            considered_rows = self.s.one(
-                f"select count(*) from {target} as {DST} where {considered}"
-                + (f" and {live}" if live else "")
-            )[0]
+            considered_rows = self._count(
+                target, DST, " and ".join(filter(None, [considered, live]))
+            )
         # the materialization's guards: a key the dataset holds twice, keys outside the
         # incremental_predicates, full_merge's max_delete_fraction
         self.m.check_merge_counts(
@@ -851,7 +849,7 @@ class _Merge:
             kept_source,
         )
         if new_rows is not None:
-            bound = inserted + (stats["updated"] if images.moved() else 0)
+            bound = inserted + (stats["updated"] + stats["deleted"] if images.moved() else 0)
             outputs += self._write_new_rows(
                 new_rows, bound, keys, [c.name for c in out_columns], partitions
             )
@@ -866,6 +864,11 @@ class _Merge:
         report.rows_written = sum(n for _, n in outputs)
         self._publish(report)
         report.dataset_files = len(files) - len(report.files_removed) + len(report.files_added)
+
+    def _count(self, relation: str, alias: str, where: str | None) -> int:
+        return self.s.one(
+            f"select count(*) from {relation} as {alias}" + (f" where {where}" if where else "")
+        )[0]
 
     def _candidate_files(
         self, plan, source, paths, file_list, target_columns, partitions, hive, file_col

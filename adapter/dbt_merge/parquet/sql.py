@@ -357,12 +357,19 @@ class Images:
             for p in self.partitions
             if p.lower() in update_lower
         ]
-        if not parts:
-            return None
-        # coalesce: a row no source row matched has a NULL action, and is not moved
-        return (
-            f"coalesce({SRC}.{quote(self.action_column)} = 'U' and ({' or '.join(parts)}), false)"
-        )
+        moves = []
+        if parts:
+            # coalesce: a row no source row matched has a NULL action, and is not moved
+            moves.append(
+                f"coalesce({SRC}.{quote(self.action_column)} = 'U' and ({' or '.join(parts)}),"
+                " false)"
+            )
+        partition_lower = {p.lower() for p in self.partitions}
+        soft = [c for c in (self.soft_delete, self.soft_delete_timestamp) if c]
+        if any(c.lower() in partition_lower for c in soft):
+            # a soft delete sets a partition column: the (live) row moves to another folder
+            moves.append(self.deleted())
+        return f"({' or '.join(moves)})" if moves else None
 
     def kept(self) -> str:
         """The rows of a rewritten file that stay in it: all but the deleted rows (unless
@@ -438,7 +445,7 @@ def new_rows_sql(
         values = [f"{images.value(c)} as {quote(c.name)}" for c in images.target_columns]
         parts.append(
             f"select {', '.join(values)} from {affected} as {DST}"
-            f" join {matched_source} as {SRC} on {key_match} where {moved}"
+            f" left join {matched_source} as {SRC} on {key_match} where {moved}"
         )
     return " union all ".join(parts) if parts else None
 
