@@ -451,7 +451,9 @@ def _write_history(case: stored.StoredCase, root: Path) -> list[list[dict]]:
 
 def _dataset_tokens(case: stored.StoredCase, root: Path) -> list[dict]:
     con = duckdb.connect()
-    cur = con.execute(f"select * from read_parquet('{root}/**/*.parquet', union_by_name = true)")
+    cur = con.execute(
+        f"select * from read_parquet('{root}/**/*.parquet', union_by_name = true)"
+    )
     names = [d[0] for d in cur.description]
     kinds = case.kinds()
     got = [
