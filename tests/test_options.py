@@ -49,7 +49,7 @@ def test_merge_config():
         r"'on_schema_change'\?\)",
     ):
         merge_config("id", "upsert", {"on_schema_chnage": "fail"})
-    refused = {"file_format": ("parquet", "is not for files.")}
+    refused = {"file_format": (("parquet",), "is not for files.")}
     assert "file_format" not in merge_config("id", "upsert", {}, refused=refused)
     assert merge_config("id", "upsert", {"file_format": "parquet"}, refused=refused)
     with pytest.raises(MergeError, match=r"^file_format='delta' is not for files\.$"):

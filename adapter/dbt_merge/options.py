@@ -74,12 +74,12 @@ def merge_config(
     strategy: str,
     given: Mapping[str, Any],
     *,
-    refused: Mapping[str, tuple[Any, str]] | None = None,
+    refused: Mapping[str, tuple[tuple[Any, ...], str]] | None = None,
     fail=None,
 ) -> dict[str, Any]:
     """The dbt config of one call: unique_key, strategy and every option of OPTIONS (the
     default where not given). An unknown keyword is refused with the closest name; an option of
-    `refused` ({name: (value the door accepts, why not another)}) given another value is
+    `refused` ({name: (the values the door accepts, why not another)}) set to another value is
     refused with its reason. fail(message) raises the door's error (default MergeError)."""
 
     def refuse(message: str) -> None:
@@ -98,7 +98,7 @@ def merge_config(
     options = {name: given.get(name, default) for name, default in OPTIONS.items()}
     for name, (accepted, reason) in (refused or {}).items():
         value = options[name]
-        if value is not None and value != accepted:
+        if value is not None and value not in accepted:
             refuse(f"{name}={value!r} {reason}")
     config = {"strategy": strategy, "unique_key": key_columns}
     # an option not given is left out, as in a dbt model: config.get(name, default) applies

@@ -149,26 +149,26 @@ def merge_parquet_dataset(
     return MergeResult.from_stats(report.stats).as_dict()
 
 
-#: The options of a table that a dataset has no use for: (the value accepted, why no other).
+#: The options of a table that a dataset has no use for: (the values accepted, why no other).
 REFUSED = {
     "file_format": (
-        "parquet",
+        ("parquet",),
         "is not possible for a Parquet dataset: its files are Parquet (file_format chooses a "
         "table's format). Leave it out.",
     ),
     "tblproperties": (
-        None,
+        (),
         "has nothing to apply to: a Parquet dataset is a folder of files, with no table "
         "properties. Leave it out.",
     ),
     "options": (
-        None,
+        (),
         "has nothing to apply to: a Parquet dataset is a folder of files, with no table "
         "options (its file options are compression, rows_per_file and row_group_size). "
         "Leave it out.",
     ),
     "full_merge_write": (
-        None,
+        ("auto",),
         "chooses how full_merge writes a table (MERGE or an overwrite); a Parquet dataset is "
         "always written by rewriting just the files that hold a changed row. Leave it out.",
     ),
