@@ -351,6 +351,9 @@ def _api_wording(message: str) -> str:
         .replace("the SELECT", "the source")
         .replace("the target table", "the target dataset")
         .replace("The target was not changed.", "The dataset was not changed.")
+        .replace("rebuild the table with --full-refresh", "rebuild it with full_refresh=True")
+        .replace("run with --full-refresh", "merge with full_refresh=True")
+        .replace("Run with --full-refresh", "Merge with full_refresh=True")
     )
 
 
