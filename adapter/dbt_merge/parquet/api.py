@@ -736,50 +736,30 @@ class _Merge:
         )[1]:
             counts[action] = int(n)
         key_list = ", ".join(q.quote(k) for k in plan["key_columns"])
-
-        def distinct_keys(actions: str) -> int:
-            listed = ", ".join(q.literal(a) for a in actions)
-            return self.s.one(
-                f"select count(*) from (select distinct {key_list} from {matched}"
-                f" where {q.quote(action_col)} in ({listed}))"
-            )[0]
-
-        matched_keys = distinct_keys(q.MATCHED)
+        listed = ", ".join(q.literal(a) for a in q.MATCHED)
+        matched_keys = self.s.one(
+            f"select count(*) from (select distinct {key_list} from {matched}"
+            f" where {q.quote(action_col)} in ({listed}))"
+        )[0]
         delete_flag = self.m.get("_delete_flag")(plan) if plan["delete_condition"] else None
         kept_source = f"not {delete_flag}" if delete_flag else None
         inserts = actions["source_only"] == "insert"
-        inserted = 0
-        if inserts:
-            inserted = self._count(source, SRC, kept_source) - distinct_keys("UNH")
-        stats = {
-            "inserted": inserted,
-            "updated": counts["U"],
-            "deleted": counts["D"] + counts["C"],
-            "unchanged": counts["N"] + counts["K"],
-        }
-        if plan["update_condition"]:
-            stats["held_back"] = counts["H"]
-        stats["total"] = target_rows + inserted - (0 if live else stats["deleted"])
-        considered_rows = 0
+        # the statistics as the macros count them: count_matched_keys' row (U, N, H, C, K,
+        # matched keys, source rows, target rows[, considered[, unmatched]]) read from the
+        # matched rows and the files' metadata, turned into counts by _matched_key_counts
+        row = [counts[a] for a in q.MATCHED]
+        row += [matched_keys, self._count(source, SRC, kept_source) if inserts else 0]
+        row.append(target_rows)
         if deletes:
-            considered_rows = self._count(
-                target, DST, " and ".join(filter(None, [considered, live]))
-            )
+            row.append(self._count(target, DST, " and ".join(filter(None, [considered, live]))))
+            if live:
+                row.append(counts["D"])  # the live considered rows no source row matched
+        stats = self.m.get("_matched_key_counts")(plan, row)
+        inserted = stats["inserted"]
         # the materialization's guards: a key the dataset holds twice, keys outside the
         # incremental_predicates, full_merge's max_delete_fraction
-        self.m.check_merge_counts(
-            plan,
-            {
-                **stats,
-                "matched_rows": sum(counts[a] for a in q.MATCHED),
-                "matched_keys": matched_keys,
-                "considered": considered_rows,
-            },
-        )
-        report.stats = {k: stats[k] for k in ("inserted", "updated", "deleted", "unchanged")}
-        report.stats["total"] = stats["total"]
-        if "held_back" in stats:
-            report.stats["held_back"] = stats["held_back"]
+        self.m.check_merge_counts(plan, stats)
+        report.stats = {k: stats[k] for k in (*STAT_NAMES, "held_back") if k in stats}
         if self.cfg["dry_run"]:
             report.stats["dry_run"] = True
             report.dataset_files = len(files)
