@@ -21,8 +21,20 @@
   {% else %}
     {% set stats = {'inserted': row[1] | int, 'updated': row[2] | int, 'deleted': row[3] | int,
                     'unchanged': row[4] | int, 'total': row[5] | int} %}
+    {% if row[10] is not none %}
+      {% do stats.update({'held_back': row[10] | int}) %}
+    {% endif %}
   {% endif %}
   {% set target = this.incorporate(type='view') %}
+  {% if row[11] %}
+    {#- dry_run: nothing was written; the dataset and the model's view are left as they are -#}
+    {% do stats.update({'dry_run': true}) %}
+    {% do dbt_merge.report_merge_stats(job.strategy, stats) %}
+    {{ run_hooks(post_hooks, inside_transaction=True) }}
+    {% do adapter.commit() %}
+    {{ run_hooks(post_hooks, inside_transaction=False) }}
+    {{ return({'relations': [target]}) }}
+  {% endif %}
   {% set existing = load_cached_relation(this) %}
   {% if existing is not none and not existing.is_view %}
     {% do adapter.drop_relation(existing) %}

@@ -8,28 +8,19 @@
 
   Config: location (the folder; relative paths are relative to where dbt runs, as for
   dbt-duckdb's external models), unique_key, strategy, dedup_order_by, merge_update_columns,
-  merge_exclude_columns, merge_check_columns, detect_unchanged, max_delete_fraction, partition_by (a column or a list; also read from
-  `options`, as external models have it), compression, rows_per_file.
+  merge_exclude_columns, merge_check_columns, detect_unchanged, max_delete_fraction,
+  incremental_predicates, on_key_outside_predicates, on_schema_change, merge_update_condition,
+  delete_condition, soft_delete_column, soft_delete_timestamp_column, dry_run,
+  merge_history_table (a table of the model's database), partition_by (a column or a list; also
+  read from `options`, as external models have it), compression, rows_per_file. full_merge_write
+  is refused (it chooses how a table is written).
 -#}
 {% macro parquet_dataset_job() %}
   {% if adapter.type() != 'duckdb' %}
     {{ dbt_merge.raise_merge_error("location is set, which merges into a Parquet dataset; that needs "
         ~ "dbt-duckdb, and this target is '" ~ adapter.type() ~ "'. Remove location to merge into a table.") }}
   {% endif %}
-  {#- options of table merges that the Parquet merge does not implement: refused, never ignored -#}
-  {% for key in ['incremental_predicates', 'predicates', 'merge_update_condition', 'delete_condition',
-                 'soft_delete_column', 'soft_delete_timestamp_column', 'dry_run',
-                 'merge_history_table'] %}
-    {% if config.get(key) is not none %}
-      {{ dbt_merge.raise_merge_error(key ~ " is not supported when merging into a Parquet dataset "
-          ~ "(location is set). Remove it, or merge into a table.") }}
-    {% endif %}
-  {% endfor %}
-  {% if (config.get('on_schema_change') or 'ignore') != 'ignore' %}
-    {{ dbt_merge.raise_merge_error("on_schema_change '" ~ config.get('on_schema_change') ~ "' is not "
-        ~ "supported when merging into a Parquet dataset (location is set): the dataset keeps its "
-        ~ "columns (extra SELECT columns are ignored). Use --full-refresh to change them.") }}
-  {% endif %}
+  {#- options that describe a table: the Python side refuses them with the reason -#}
   {% do dbt_merge.check_config_keys() %}
   {% set options = config.get('options') or {} %}
   {% set partition_by = config.get('partition_by') or options.get('partition_by') %}
@@ -62,6 +53,19 @@
       'merge_check_columns': config.get('merge_check_columns'),
       'detect_unchanged': config.get('detect_unchanged', true),
       'max_delete_fraction': config.get('max_delete_fraction'),
+      'incremental_predicates': config.get('incremental_predicates') or config.get('predicates'),
+      'on_key_outside_predicates': config.get('on_key_outside_predicates'),
+      'on_schema_change': config.get('on_schema_change'),
+      'merge_update_condition': config.get('merge_update_condition'),
+      'delete_condition': config.get('delete_condition'),
+      'soft_delete_column': config.get('soft_delete_column'),
+      'soft_delete_timestamp_column': config.get('soft_delete_timestamp_column'),
+      'dry_run': config.get('dry_run', false)
+                 or var('dbt_merge_dry_run', false) in [true, 'true', 'True', 1, '1'],
+      'merge_history_table': config.get('merge_history_table'),
+      'full_merge_write': config.get('full_merge_write'),
+      'history': {'model_unique_id': model.unique_id, 'invocation_id': invocation_id,
+                  'database': this.database, 'schema': this.schema},
       'partition_by': partition_by,
       'compression': config.get('compression') or options.get('compression'),
       'rows_per_file': config.get('rows_per_file'),

@@ -143,13 +143,37 @@ def test_mass_delete_guard(five_files):
         ({"rows_per_file": 0}, "rows_per_file must be a positive integer"),
         ({"max_delete_fraction": 1.5}, "max_delete_fraction 1.5 is not a number from 0 to 1"),
         ({"partition_by": "v"}, "partition_by ['v'] differs from the dataset's partition"),
+        # issue 23 item 3: options of a table a dataset cannot take, refused with the reason
+        ({"file_format": "iceberg"}, "file_format='iceberg' is not possible for a Parquet"),
+        ({"tblproperties": {"a": "b"}}, "tblproperties={'a': 'b'} has nothing to apply to"),
+        ({"options": {"a": "b"}}, "options={'a': 'b'} has nothing to apply to"),
+        (
+            {"strategy": "full_merge", "full_merge_write": "merge"},
+            "full_merge_write='merge' chooses how full_merge writes a table",
+        ),
+        ({"merge_history_table": "h"}, "merge_history_table needs connection="),
+        ({"dry_rnu": True}, "unknown option 'dry_rnu' (did you mean 'dry_run'?)"),
+        (
+            {"on_schema_change": "fail"},
+            "or 'sync_all_columns', or merge with full_refresh=True. The dataset was not changed.",
+        ),
+        ({"on_schema_change": "sometimes"}, "on_schema_change 'sometimes' is not one of"),
+        (
+            {"merge_update_condition": "DBT_INTERNAL_DEST.nope > 1"},
+            "merge_update_condition names DBT_INTERNAL_DEST.nope",
+        ),
+        ({"soft_delete_column": "gone"}, "soft_delete_column is set, but strategy 'upsert'"),
+        (
+            {"strategy": "full_merge", "soft_delete_column": "gone"},
+            "soft_delete column 'gone' is not a column of the target",
+        ),
     ],
 )
 def test_bad_config_is_refused_before_anything_is_written(five_files, kwargs, message):
     before = fingerprint(five_files)
     args = {"key_columns": "id", **kwargs}
     with pytest.raises(ParquetMergeError) as err:
-        merge_parquet_dataset(table([1], ["x"]), five_files, **args)
+        merge_parquet_dataset(table([1], ["x"], extra=pa.array([1])), five_files, **args)
     assert message in str(err.value)
     assert str(err.value).startswith(f"dbt_merge: dataset '{five_files}': ")
     assert fingerprint(five_files) == before
@@ -351,3 +375,40 @@ def test_a_file_with_a_glob_character_inside_the_dataset_is_refused(tmp_path):
     with pytest.raises(ParquetMergeError, match=r"'x\[1\].parquet' has a glob character"):
         merge_parquet_dataset(table([1], ["b"]), root, "id")
     assert fingerprint(root) == before
+
+
+def test_history_dry_run_and_new_columns_of_a_dataset(five_files):
+    """merge_history_table is a table of the caller's connection, one row per merge that wrote
+    (none for a dry run); a dry run writes nothing; append_new_columns gives the dataset the
+    column even when no row is written (an empty file carries it)."""
+    con = duckdb.connect()
+    before = fingerprint(five_files)
+    changed = table([1, 200], ["new", "x"])
+    dry = merge_parquet_dataset(
+        changed, five_files, "id", connection=con, merge_history_table="h", dry_run=True
+    )
+    assert dry == {
+        "inserted": 1,
+        "updated": 1,
+        "deleted": 0,
+        "unchanged": 0,
+        "total": 101,
+        "dry_run": True,
+    }
+    assert fingerprint(five_files) == before
+    assert (
+        con.execute("select count(*) from duckdb_tables() where table_name = 'h'").fetchone()[0]
+        == 0
+    )
+    stats = merge_parquet_dataset(
+        changed, five_files, "id", connection=con, merge_history_table="main.h"
+    )
+    assert stats["updated"] == 1
+    assert con.execute(
+        "select model_unique_id, strategy, inserted, updated, total from h"
+    ).fetchall() == [(f"merge_parquet_dataset.{five_files}", "upsert", 1, 1, 101)]
+    same = table([1], ["new"], extra=pa.array([None], pa.int32()))
+    stats = merge_parquet_dataset(same, five_files, "id", on_schema_change="append_new_columns")
+    assert stats["unchanged"] == 1
+    names, got = read_dataset(five_files)
+    assert names[-1] == "extra" and len(got) == 101

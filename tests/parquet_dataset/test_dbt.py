@@ -169,25 +169,119 @@ def test_partitions_full_refresh_and_is_incremental(tmp_path, db):
     assert rows(ds, types) == [(0, 10, "eu"), (1, 11, "us"), (2, 12, "eu")]
 
 
-def test_configs_a_parquet_dataset_does_not_take_are_refused(tmp_path, db):
-    src = source(db, "refused", "select range as id from range(2)")
-    base = {"unique_key": "id", "schema": SCHEMA}
-    models = {
-        "with_predicates": model_sql(
-            {**base, "location": str(tmp_path / "a"), "incremental_predicates": ["id > 0"]},
-            f"select * from {src}",
-        ),
-        "with_schema_change": model_sql(
-            {**base, "location": str(tmp_path / "b"), "on_schema_change": "append_new_columns"},
-            f"select * from {src}",
-        ),
-    }
-    run = run_dbt(["run"], project(tmp_path, models), "duckdb", PROFILES_DIR)
-    assert "incremental_predicates is not supported" in run.error("with_predicates")
-    assert "on_schema_change 'append_new_columns' is not supported" in run.error(
-        "with_schema_change"
+def test_every_table_option_that_files_can_take(tmp_path, db):
+    """incremental_predicates, merge_update_condition, delete_condition, soft deletes,
+    dry_run, merge_history_table and on_schema_change on location models (each refused before
+    issue 23 item 3); full_merge_write, which chooses how a table is written, is refused with
+    the reason and the dataset untouched."""
+    src = source(
+        db,
+        "opts",
+        "select range as id, range * 10 as v, 'I' as op, false as gone from range(4)",
     )
-    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+    base = {"unique_key": "id", "schema": SCHEMA}
+    configs = {
+        "o_pred": {
+            "incremental_predicates": ["DBT_INTERNAL_DEST.v < 25"],
+            "strategy": "full_merge",
+            "max_delete_fraction": 1,
+        },
+        "o_cond": {"merge_update_condition": "DBT_INTERNAL_SOURCE.v > DBT_INTERNAL_DEST.v"},
+        "o_del": {"delete_condition": "DBT_INTERNAL_SOURCE.op = 'D'"},
+        "o_soft": {
+            "strategy": "full_merge",
+            "soft_delete_column": "gone",
+            "soft_delete_timestamp_column": "gone_at",
+            "max_delete_fraction": 1,
+        },
+        "o_dry": {},
+        "o_hist": {"merge_history_table": "pq_merge_history"},
+        "o_append": {"on_schema_change": "append_new_columns"},
+        "o_sync": {"on_schema_change": "sync_all_columns"},
+        "o_fail": {"on_schema_change": "fail"},
+        "o_write": {"strategy": "full_merge", "full_merge_write": "overwrite"},
+    }
+    db.execute(f"drop table if exists {SCHEMA}.pq_merge_history")
+    first = {
+        name: model_sql({**base, **cfg, "location": str(tmp_path / name)}, f"select * from {src}")
+        for name, cfg in configs.items()
+    }
+    run = run_dbt(["run"], project(tmp_path, first), "duckdb", PROFILES_DIR)
+    assert "full_merge_write='overwrite' chooses how full_merge writes a table" in run.error(
+        "o_write"
+    )
+    assert not (tmp_path / "o_write").exists()
+    # the second run: 0 and 1 changed, 2 marked 'D' (v as it was), 3 missing, 9 new, a new column
+    db.execute(
+        f"create or replace table {src} as select * from (values"
+        " (0, 5, 'U', false, 'x'), (1, 99, 'U', false, 'x'), (2, 20, 'D', false, 'x'),"
+        " (9, 90, 'I', false, 'x')) as t(id, v, op, gone, extra)"
+    )
+    before = {name: fingerprint(tmp_path / name) for name in configs if name != "o_write"}
+    second = dict(first)
+    second["o_dry"] = model_sql(
+        {**base, "dry_run": True, "location": str(tmp_path / "o_dry")}, f"select * from {src}"
+    )
+    second["o_sync"] = model_sql(
+        {**base, **configs["o_sync"], "location": str(tmp_path / "o_sync")},
+        f"select id, v, extra from {src}",
+    )
+    del second["o_write"]
+    run = run_dbt(["run"], project(tmp_path, second), "duckdb", PROFILES_DIR)
+
+    def got(name, types=None):
+        return rows(tmp_path / name, types)
+
+    # full_merge within v < 25: row 3 (v 30), missing from the SELECT, is outside: kept
+    assert run.stats("o_pred") == {
+        "inserted": 1,
+        "updated": 3,
+        "deleted": 0,
+        "unchanged": 0,
+        "total": 5,
+    }
+    assert (3, 30, "I", False) in got("o_pred")
+    # row 2 changed (op) but v is not greater: held back
+    assert run.stats("o_cond") == {
+        "inserted": 1,
+        "updated": 2,
+        "deleted": 0,
+        "unchanged": 0,
+        "total": 5,
+    }
+    assert run.result("o_cond").adapter_response["_message"].endswith(", 1 held back")
+    assert (2, 20, "I", False) in got("o_cond") and (1, 99, "U", False) in got("o_cond")
+    assert run.stats("o_del") == {
+        "inserted": 1,
+        "updated": 2,
+        "deleted": 1,
+        "unchanged": 0,
+        "total": 4,
+    }
+    assert sorted(r[0] for r in got("o_del")) == [0, 1, 3, 9]
+    assert run.stats("o_soft")["deleted"] == 1  # row 3, missing from the SELECT
+    soft = {r[0]: r for r in got("o_soft")}
+    assert soft[3][3] is True and soft[3][4] is not None and soft[0][3] is False
+    assert run.stats("o_dry") == {
+        "inserted": 1,
+        "updated": 3,
+        "deleted": 0,
+        "unchanged": 0,
+        "total": 5,
+    }
+    assert fingerprint(tmp_path / "o_dry") == before["o_dry"]
+    assert "DRY RUN" in run.result("o_dry").adapter_response["_message"]
+    history = db.execute(
+        f"select model_unique_id, inserted, updated, total from {SCHEMA}.pq_merge_history"
+        " order by started_at"
+    ).fetchall()
+    assert [h[1:] for h in history] == [(4, 0, 4), (1, 3, 5)]
+    assert history[0][0].endswith(".o_hist")
+    assert {r[4] for r in got("o_append")} == {None, "x"}  # old rows NULL in the new column
+    names, _ = read_dataset(tmp_path / "o_sync")
+    assert sorted(names) == ["extra", "id", "v"]  # op and gone dropped from every file
+    assert "on_schema_change is 'fail'" in run.error("o_fail")
+    assert fingerprint(tmp_path / "o_fail") == before["o_fail"]
 
 
 def test_empty_and_sample_runs_leave_the_dataset_alone(tmp_path, db):

@@ -45,7 +45,15 @@ import pyarrow.parquet as pq
 import pytest
 from dbt_merge.parquet import ParquetMergeError, run_merge
 from dbt_merge.parquet.api import _api_wording
-from reliability.cases import ERROR_EXCERPTS, STRATEGY_NAMES, Case, generate_cases
+from reliability.cases import (
+    ERROR_EXCERPTS,
+    STRATEGY_NAMES,
+    Case,
+    generate_cases,
+    with_conditions,
+    with_dry_run,
+    with_soft_delete,
+)
 from reliability.coltypes import engine_type
 from reliability.reference import MergeError, Options, canonical, merge, update_columns
 from suite_summary import record_cases
@@ -68,7 +76,8 @@ def quote(name: str) -> str:
 
 
 @cache
-def all_cases() -> tuple[Case, ...]:
+def generated_cases() -> tuple[Case, ...]:
+    """The generated cases the Parquet path can run, with their options as drawn."""
     cases: list[Case] = []
     for strategy in STRATEGY_NAMES:
         for case in generate_cases(strategy, PER_STRATEGY[strategy]):
@@ -76,9 +85,36 @@ def all_cases() -> tuple[Case, ...]:
                 continue
             if _config_names_padded(case):
                 continue
-            opts = dataclasses.replace(case.opts, predicate=None, on_key_outside=None)
-            cases.append(dataclasses.replace(case, opts=opts))
+            cases.append(case)
     return tuple(cases)
+
+
+@cache
+def all_cases() -> tuple[Case, ...]:
+    """The first family: without incremental_predicates (the options family has them)."""
+    return tuple(
+        dataclasses.replace(
+            case, opts=dataclasses.replace(case.opts, predicate=None, on_key_outside=None)
+        )
+        for case in generated_cases()
+    )
+
+
+@cache
+def option_cases() -> tuple[Case, ...]:
+    """The options a dataset takes since issue 23 item 3, on copies of the generated cases, as
+    the table suites add them: every 2nd case drawn with incremental_predicates (and
+    on_key_outside_predicates), as drawn; merge_update_condition / delete_condition on every
+    3rd (with_conditions); soft_delete_column on those that can take it (with_soft_delete, of
+    the plain cases and of the condition ones); dry_run on every 8th (with_dry_run)."""
+    cases = generated_cases()
+    picked: list[Case] = [c for c in cases if c.opts.predicate is not None][::2]
+    conditions = [c for c in map(with_conditions, cases[::3]) if c is not None]
+    picked += conditions
+    soft = [with_soft_delete(c) for c in (*cases[1::4], *conditions[::2])]
+    picked += [c for c in soft if c is not None]
+    picked += [c for c in map(with_dry_run, cases[2::8]) if c is not None]
+    return tuple(picked)
 
 
 def _config_names_padded(case: Case) -> bool:
@@ -184,6 +220,16 @@ def run_case(index: int, case: Case, tmp: Path) -> list[str]:
     }
     if case.opts.max_delete_fraction is not None:
         args["max_delete_fraction"] = case.opts.max_delete_fraction
+    for option in (
+        "incremental_predicates",
+        "on_key_outside_predicates",
+        "merge_update_condition",
+        "delete_condition",
+        "soft_delete_column",
+        "dry_run",
+    ):
+        if option in cfg:
+            args[option] = cfg[option]
     if index % 2:
         args["connection"] = con
     where = f"[{case.id} partition_by={parts}] {case!r}\n"
@@ -216,11 +262,25 @@ def run_case(index: int, case: Case, tmp: Path) -> list[str]:
         rows, stats, types = outcome
         before = fingerprint(root)
         report = run_merge(source, root, **args)
-        assert report.stats == stats.as_dict(), f"stats {report.stats} != reference {stats}"
+        five = {k: report.stats[k] for k in stats.as_dict()}
+        assert five == stats.as_dict(), f"stats {report.stats} != reference {stats}"
+        if case.opts.update_condition is not None and case.target is not None:
+            assert report.stats["held_back"] == stats.held_back, f"held back {report.stats}"
+        else:
+            assert "held_back" not in report.stats, report.stats
+        if case.dry_run:
+            assert report.stats["dry_run"] is True, report.stats
+            assert fingerprint(root) == before, "a dry run changed the dataset"
+            assert case.target is not None or not list(root.glob("**/*.parquet"))
+            return failures
         check_rows(rows, types, "merge")
         if case.target is not None and not (stats.updated or stats.deleted):
             # only inserts (or nothing): no existing file may be rewritten
             assert set(before) <= set(fingerprint(root)), "a file was rewritten without a change"
+        if case.opts.predicate is not None:
+            # a second run is not idempotent with predicates: a row inserted outside them is
+            # a key the dataset holds only outside them (refused, or inserted again)
+            return failures
         after = fingerprint(root)
         again = run_merge(source, root, **args)
         assert again.stats["total"] == stats.total, f"second run total {again.stats}"
@@ -278,15 +338,41 @@ def test_case_mix():
     assert sum(p is not None and p[0] not in c.key for p, c in zip(parts, cases, strict=True)) >= 20
 
 
-@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
-def test_parquet_matches_reference(strategy, tmp_path):
+def run_family(strategy: str, family: tuple[Case, ...], tmp_path: Path) -> None:
     failures, cases, failed = [], 0, 0
-    for index, case in enumerate(all_cases()):
+    for index, case in enumerate(family):
         if case.strategy == strategy:
             found = run_case(index, case, tmp_path)
             cases, failed, failures = cases + 1, failed + bool(found), failures + found
     record_cases(cases, failed)
     assert not failures, f"{len(failures)} failures:\n\n" + "\n\n".join(failures[:8])
+
+
+@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
+def test_parquet_matches_reference(strategy, tmp_path):
+    run_family(strategy, all_cases(), tmp_path)
+
+
+def test_option_case_mix():
+    """What the options family covers (guards option_cases)."""
+    cases = option_cases()
+    assert sum(c.opts.predicate is not None for c in cases) >= 30
+    assert sum(c.opts.on_key_outside == "insert" for c in cases) >= 5
+    assert sum(c.opts.update_condition is not None for c in cases) >= 20
+    assert sum(c.opts.delete_condition is not None for c in cases) >= 20
+    assert sum(c.opts.soft_delete is not None for c in cases) >= 20
+    assert sum(c.dry_run for c in cases) >= 15
+    outcomes = [expected(c, rebuild=False) for c in cases]
+    kinds = {k for o in outcomes if isinstance(o, MergeError) for k in o.kinds}
+    assert "key_outside_predicates" in kinds or "outside_predicates" in kinds, kinds
+
+
+@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
+def test_parquet_options_match_reference(strategy, tmp_path):
+    """incremental_predicates, the conditions, soft deletes and dry runs through
+    merge_parquet_dataset, against the reference model (each refused before issue 23 item 3:
+    every case of this family failed on the old code)."""
+    run_family(strategy, option_cases(), tmp_path)
 
 
 # ---------------------------------------------------------------- issue 21's dimensions

@@ -24,15 +24,18 @@ Nothing is written to the dataset before step 6, so every error leaves it as it 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, Unpack
 
 import duckdb
 
+from dbt_merge.options import MergeOptions, merge_config
 from dbt_merge.parquet import commit, layout, schema, types
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
@@ -93,20 +96,15 @@ def merge_parquet_dataset(
     compression: str = "zstd",
     *,
     connection: duckdb.DuckDBPyConnection | None = None,
-    partition_by: str | Sequence[str] | None = None,
     rows_per_file: int = DEFAULT_ROWS_PER_FILE,
     row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
-    merge_update_columns: Sequence[str] | None = None,
-    merge_exclude_columns: Sequence[str] | None = None,
-    merge_check_columns: Sequence[str] | None = None,
-    detect_unchanged: bool = True,
-    max_delete_fraction: float = 0.5,
-    full_refresh: bool = False,
     memory_limit: str | None = None,
     durable: bool = True,
-) -> dict[str, int]:
+    **options: Unpack[MergeOptions],
+) -> dict[str, Any]:
     """Merge `source` into the Parquet dataset at `target_path` and return the statistics
-    `{"inserted", "updated", "deleted", "unchanged", "total"}`.
+    `{"inserted", "updated", "deleted", "unchanged", "total"}` (plus `held_back` with
+    merge_update_condition, `dry_run` for a dry run).
 
     source: a PyArrow table or record batch reader (or anything DuckDB scans: pandas, polars,
         a DuckDB relation of `connection`), or a path to Parquet files: a file, a folder
@@ -119,15 +117,18 @@ def merge_parquet_dataset(
     compression: the Parquet codec of the files written.
 
     connection: a DuckDB connection to run on (default: a private in-memory one, which
-        spills to the dataset's work folder); partition_by: hive partition columns for a new
-        dataset (an existing one keeps its own, and a different value is refused);
-    rows_per_file / row_group_size: the size of the files written; merge_update_columns /
-        merge_exclude_columns, merge_check_columns, detect_unchanged: as the dbt config
-        (what "unchanged" means); max_delete_fraction: full_merge refuses
-        to delete more than this fraction of the dataset's rows (1 allows any);
-    full_refresh: replace the whole dataset with the (checked, deduplicated) source;
-    memory_limit: DuckDB's memory_limit for the private connection; durable: fsync before
-        and after publishing.
+        spills to the dataset's work folder); rows_per_file / row_group_size: the size of the
+        files written; memory_limit: DuckDB's memory_limit for the private connection;
+        durable: fsync before and after publishing.
+
+    Every other keyword is the dbt config option of the same name, as merge_dataframe takes
+    them (dbt_merge.options): merge_update_columns, merge_exclude_columns,
+    merge_check_columns, detect_unchanged, incremental_predicates, on_key_outside_predicates,
+    max_delete_fraction, on_schema_change, merge_update_condition, delete_condition,
+    soft_delete_column, soft_delete_timestamp_column, dry_run, merge_history_table (a table
+    of `connection`, which is then required), partition_by (hive partition columns of a new
+    dataset), full_refresh (replace the whole dataset with the checked source). file_format,
+    tblproperties, options and full_merge_write describe a table and are refused.
 
     Raises ParquetMergeError, leaving the dataset unchanged, on bad config or source rows.
     """
@@ -136,22 +137,42 @@ def merge_parquet_dataset(
         target_path,
         key_columns,
         strategy=strategy,
-        dedup_order_by=dedup_order_by,
         compression=compression,
         connection=connection,
-        partition_by=partition_by,
         rows_per_file=rows_per_file,
         row_group_size=row_group_size,
-        merge_update_columns=merge_update_columns,
-        merge_exclude_columns=merge_exclude_columns,
-        merge_check_columns=merge_check_columns,
-        detect_unchanged=detect_unchanged,
-        max_delete_fraction=max_delete_fraction,
-        full_refresh=full_refresh,
         memory_limit=memory_limit,
         durable=durable,
+        dedup_order_by=dedup_order_by,
+        **options,
     )
     return MergeResult.from_stats(report.stats).as_dict()
+
+
+#: The options of a table that a dataset has no use for: (the values accepted, why no other).
+REFUSED = {
+    "file_format": (
+        ("parquet",),
+        "is not possible for a Parquet dataset: its files are Parquet (file_format chooses a "
+        "table's format). Leave it out.",
+    ),
+    "tblproperties": (
+        (),
+        "has nothing to apply to: a Parquet dataset is a folder of files, with no table "
+        "properties. Leave it out.",
+    ),
+    "options": (
+        (),
+        "has nothing to apply to: a Parquet dataset is a folder of files, with no table "
+        "options (its file options are compression, rows_per_file and row_group_size). "
+        "Leave it out.",
+    ),
+    "full_merge_write": (
+        ("auto",),
+        "chooses how full_merge writes a table (MERGE or an overwrite); a Parquet dataset is "
+        "always written by rewriting just the files that hold a changed row. Leave it out.",
+    ),
+}
 
 
 def run_merge(
@@ -160,28 +181,41 @@ def run_merge(
     key_columns: str | Sequence[str],
     *,
     strategy: str = "upsert",
-    dedup_order_by: str | Sequence[str] | None = None,
     compression: str = "zstd",
     connection: duckdb.DuckDBPyConnection | None = None,
-    partition_by: str | Sequence[str] | None = None,
     rows_per_file: int = DEFAULT_ROWS_PER_FILE,
     row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
-    merge_update_columns: Sequence[str] | None = None,
-    merge_exclude_columns: Sequence[str] | None = None,
-    merge_check_columns: Sequence[str] | None = None,
-    detect_unchanged: bool = True,
-    max_delete_fraction: float = 0.5,
-    full_refresh: bool = False,
     memory_limit: str | None = None,
     durable: bool = True,
     error_prefix: str | None = None,
     defer_publish: bool = False,
+    history: dict[str, Any] | None = None,
+    **options: Unpack[MergeOptions],
 ) -> MergeReport:
     """merge_parquet_dataset, returning a MergeReport (files replaced and written too).
     error_prefix: how errors start (default `dbt_merge: dataset '<target_path>': `).
     defer_publish: write everything but leave the dataset as it is; report.pending.publish()
-    makes the merge live later (the dbt materialization publishes after its hooks)."""
+    makes the merge live later (the dbt materialization publishes after its hooks).
+    history: for merge_history_table, what a dbt model gives the history row and relation
+    (model_unique_id, invocation_id, database, schema); the history row is then written
+    before the (deferred) publish, in the model's transaction."""
     prefix = f"dbt_merge: dataset '{target_path}': " if error_prefix is None else error_prefix
+
+    def fail(message: str) -> None:
+        if error_prefix is None:
+            message = _api_wording(message)
+        raise ParquetMergeError(prefix + message)
+
+    config = merge_config(key_columns, strategy, options, refused=REFUSED, fail=fail)
+    config.pop("file_format", None)
+    full_refresh = bool(options.get("full_refresh"))
+    if config.get("merge_history_table") and connection is None:
+        fail(
+            "merge_history_table needs connection=: the history is a table of the DuckDB "
+            "connection the merge runs on, and without one the merge runs on a private "
+            "in-memory connection that is gone when the call returns. Pass connection= (a "
+            "connection to the database that keeps the history). The dataset was not changed."
+        )
     if "://" in os.fspath(target_path):
         raise ParquetMergeError(
             prefix + "target_path must be a local folder: object stores (s3://, gs://, ...) have "
@@ -190,11 +224,6 @@ def run_merge(
             "not changed."
         )
     root = Path(os.path.abspath(os.fspath(target_path)))
-
-    def fail(message: str) -> None:
-        if error_prefix is None:
-            message = _api_wording(message)
-        raise ParquetMergeError(prefix + message)
 
     glob = sorted({ch for ch in str(root) if ch in GLOB_CHARACTERS})
     if glob:
@@ -205,35 +234,37 @@ def run_merge(
             "Choose a path without * ? [ {. The target was not changed."
         )
 
-    options = _check_options(compression, rows_per_file, row_group_size, partition_by, fail)
-    config = {
-        "strategy": strategy,
-        "unique_key": key_columns,
-        "dedup_order_by": dedup_order_by,
-        "merge_update_columns": merge_update_columns,
-        "merge_exclude_columns": merge_exclude_columns,
-        "merge_check_columns": merge_check_columns,
-        "detect_unchanged": detect_unchanged,
-        "max_delete_fraction": max_delete_fraction,
-    }
+    settings = _check_options(
+        compression, rows_per_file, row_group_size, config.pop("partition_by", None), fail
+    )
     session: _Session | None = None
     with contextlib.ExitStack() as stack:
         tx = stack.enter_context(commit.transaction(root))
         con = connection
         if con is None:
-            settings = {"temp_directory": str(tx.spill)}
+            con_settings = {"temp_directory": str(tx.spill)}
             if memory_limit:
-                settings["memory_limit"] = memory_limit
-            con = duckdb.connect(config=settings)
+                con_settings["memory_limit"] = memory_limit
+            con = duckdb.connect(config=con_settings)
             con.execute("set enable_progress_bar = false")  # a library prints nothing
         con = getattr(con, "_cursor", con)  # dbt-duckdb wraps its cursor
         session = _Session(con, tx.id)
-        macros = MacroContext(config, session.query, fail, error=ParquetMergeError)
+        context = _dbt_context(session, root, history, bool(config.get("merge_history_table")))
+        macros = MacroContext(
+            config, session.query, fail, context=context, error=ParquetMergeError
+        )
         try:
             cfg = macros.validate_merge_config()
-            merge = _Merge(session, macros, cfg, tx, root, options, fail, full_refresh, durable)
+            merge = _Merge(session, macros, cfg, tx, root, settings, fail, full_refresh, durable)
             merge.defer = defer_publish
+            started_at = datetime.datetime.utcnow()
             report = merge.run(source)
+            if cfg.get("history_table") and not report.stats.get("dry_run"):
+                # after the publish; with defer_publish, before it, in the dbt model's
+                # transaction, which commits after the publish
+                macros.record_merge_history(
+                    cfg["history_table"], context["this"], cfg["strategy"], report.stats, started_at
+                )
         finally:
             session.drop_all()
             if connection is None:
@@ -242,6 +273,49 @@ def run_merge(
             # the transaction (the lock, the work files) now belongs to the pending publish
             report.pending = Pending(merge.new_state, merge.deferred, stack.pop_all())
         return report
+
+
+@dataclass(frozen=True)
+class _Relation:
+    """A relation as the macros see a dbt one. The dataset is one with its quoted path as its
+    name (in messages) and no catalog entry (target_definition finds none); its database and
+    schema are where merge_history_table goes by default."""
+
+    database: str
+    schema: str
+    identifier: str
+    name: str = ""
+
+    def __str__(self) -> str:
+        if self.name:
+            return self.name
+        return ".".join(q.quote(p) for p in (self.database, self.schema, self.identifier) if p)
+
+
+def _dbt_context(session: _Session, root: Path, history: dict[str, Any] | None, wanted: bool):
+    """What the macros read from dbt's context: `this` (the dataset, in the connection's
+    current database and schema, or the dbt model's), the model and the invocation (for the
+    history row), api.Relation and api.Column."""
+    info = history or {}
+    database, schema = info.get("database") or "", info.get("schema") or ""
+    if wanted and not (database and schema):
+        database, schema = session.one("select current_database(), current_schema()")
+    return {
+        "this": _Relation(database, schema, str(root), q.quote(str(root))),
+        "model": {
+            "name": str(root),
+            "unique_id": info.get("model_unique_id") or f"merge_parquet_dataset.{root}",
+        },
+        "invocation_id": info.get("invocation_id") or session.prefix.strip("_"),
+        "api": SimpleNamespace(
+            Relation=SimpleNamespace(
+                create=lambda database=None, schema=None, identifier=None, type=None: _Relation(
+                    database or "", schema or "", identifier or ""
+                )
+            ),
+            Column=SimpleNamespace(create=lambda name, dtype: Column(name, dtype)),
+        ),
+    }
 
 
 @dataclass
@@ -279,6 +353,9 @@ def _api_wording(message: str) -> str:
         .replace("the SELECT", "the source")
         .replace("the target table", "the target dataset")
         .replace("The target was not changed.", "The dataset was not changed.")
+        .replace("rebuild the table with --full-refresh", "rebuild it with full_refresh=True")
+        .replace("run with --full-refresh", "merge with full_refresh=True")
+        .replace("Run with --full-refresh", "Merge with full_refresh=True")
     )
 
 
@@ -371,18 +448,26 @@ class _Merge:
             values = {str(self.root / f): layout.partition_values(f, partitions) for f in files}
             hive = q.Hive(hive_types, values)
         target_columns = None if build else self._target_columns(files, hive)
-        # on_schema_change='ignore': the dataset keeps its columns (plan_schema_changes' shape)
+        # on_schema_change: the macro plans the change (and refuses 'fail'); the files written
+        # get the dataset's columns after it (see _merge)
         schema = None
         if target_columns is not None:
-            names = [c.name for c in target_columns]
-            schema = {
-                "target_columns": target_columns,
-                "names": names,
-                "added": [],
-                "removed": [],
-                "retyped": [],
-                "collations": {},
-            }
+            schema = self.m.plan_schema_changes(
+                self.cfg["on_schema_change"],
+                _Relation("", "", str(self.root), q.quote(str(self.root))),
+                source_columns,
+                target_columns,
+            )
+            lowered = {p.lower() for p in partitions}
+            for col in [*schema["removed"], *(r["column"] for r in schema["retyped"])]:
+                if col.name.lower() in lowered:
+                    self.fail(
+                        f"on_schema_change='{self.cfg['on_schema_change']}' would remove or "
+                        f"retype column '{col.name}', which is a partition column of the dataset "
+                        "(its values are folder names). Keep the column as it is in the SELECT, "
+                        "or rebuild the dataset with --full-refresh (full_refresh=True). The "
+                        "target was not changed."
+                    )
         relations = {
             # the target's name in messages, and the view of the files read (see _merge)
             "target": q.quote(str(self.root)),
@@ -411,6 +496,19 @@ class _Merge:
             hive_types=hive_types or {},
         )
         if build:
+            # the rows a build loads (rebuild_rows_sql: without those delete_condition deletes)
+            source = f"({self.m.rebuild_rows_sql(plan)}) as dbt_merge_rebuild"
+        if build and self.cfg["dry_run"]:
+            rows = self.s.one(f"select count(*) from {source}")[0]
+            report.stats = {
+                "inserted": rows,
+                "updated": 0,
+                "deleted": 0,
+                "unchanged": 0,
+                "total": rows,
+                "dry_run": True,
+            }
+        elif build:
             self._build(plan, source, files, partitions, report)
         else:
             self._merge(plan, source, files, target_columns, partitions, hive, report)
@@ -544,7 +642,7 @@ class _Merge:
         if found:
             root = str(self.root) + os.sep
             name, dtype = found[0][0], found[0][1]
-            files_typed = [f"{f[len(root):]} ({t})" for n, _, f, t in found if n == name]
+            files_typed = [f"{f[len(root) :]} ({t})" for n, _, f, t in found if n == name]
             shown = ", ".join(files_typed[:5]) + (" ..." if len(files_typed) > 5 else "")
             self.fail(
                 f"the dataset's files disagree on the type of column '{name}': read together "
@@ -572,9 +670,16 @@ class _Merge:
     # ------------------------------------------------------------------ merge
 
     def _merge(self, plan, source, files, target_columns, partitions, hive, report) -> None:
+        """Classify, count and check (the macros' action of each matched pair, their guards),
+        then rewrite the files holding a changed row and write the new rows."""
         actions = plan["actions"]
         deletes = actions["target_only"] == "delete"
+        schema_plan = plan["schema"]
+        # sync_all_columns removing or retyping a column: every file is rewritten, or readers
+        # (union_by_name over the files) would still see the old column or type
+        rewrite_all = bool(schema_plan["removed"] or schema_plan["retyped"])
         target_names = [c.name for c in target_columns]
+        out_columns = _planned_columns(target_columns, schema_plan)
         keys = [_find(k, target_names) or k for k in plan["key_columns"]]
         taken = [*target_names, *plan["source_names"]]
         file_col = q.fresh_name("dbt_merge_file", taken)
@@ -587,97 +692,117 @@ class _Merge:
                 f"select coalesce(sum(num_rows), 0) from parquet_file_metadata({file_list})"
             )[0]
         )
-        if deletes:
+        if deletes or rewrite_all:
             candidates = paths  # every row the source lacks is deleted: every file is read
         else:
             candidates = self._candidate_files(
                 plan, source, paths, file_list, target_columns, partitions, hive, file_col
             )
-        source_rows = self.s.one(f"select count(*) from {source}")[0]
         report.files_scanned = len(candidates)
 
-        key_match = self.m.key_match(plan["key_columns"], SRC, DST)
-        changed = self.m.get("_row_changed_condition")(plan) if plan["update_columns"] else None
-        counts = {"U": 0, "N": 0, "D": 0}
-        matched_keys = 0
-        matched = None
-        if candidates:
-            # the files read, named as the plan's target (the dataset's path): the macros'
-            # checks query it and name it in their messages
-            target = plan["target"]
-            self.s.con.execute(
-                f"create temporary view {target} as select * from "
-                + q.read_files(candidates, hive, file_col, target_columns)
-            )
-            self.s.created.append(("view", target))
-            matched = self.s.temp(
-                "matched",
-                q.matched_rows_sql(
-                    target,
-                    source,
-                    plan["key_columns"],
-                    key_match,
-                    changed,
-                    deletes,
-                    file_col,
-                    action_col,
-                ),
-            )
-            for action, n in self.s.query(
-                f"select {q.quote(action_col)}, count(*) from {matched} group by 1"
-            )[1]:
-                counts[action] = int(n)
-            key_list = ", ".join(q.quote(k) for k in plan["key_columns"])
-            matched_keys = self.s.one(
-                f"select count(*) from (select distinct {key_list} from {matched}"
-                f" where {q.quote(action_col)} <> 'D')"
-            )[0]
-        inserts = actions["source_only"] == "insert"
-        stats = {
-            "inserted": source_rows - matched_keys if inserts else 0,
-            "updated": counts["U"],
-            "deleted": counts["D"],
-            "unchanged": counts["N"],
-        }
-        stats["total"] = target_rows + stats["inserted"] - stats["deleted"]
-        # the materialization's guards: a key the dataset holds twice, full_merge's
-        # max_delete_fraction
-        self.m.check_merge_counts(
-            plan,
-            {
-                **stats,
-                "matched_rows": counts["U"] + counts["N"],
-                "matched_keys": matched_keys,
-                "considered": counts["U"] + counts["N"] + counts["D"],
-            },
+        # the files read, named as the plan's target (the dataset's path): the macros' checks
+        # query it and name it in their messages
+        target = plan["target"]
+        read = (
+            q.read_files(candidates, hive, file_col, target_columns)
+            if candidates
+            else q.empty_relation(target_columns, file_col)
         )
-        report.stats = stats
+        self.s.con.execute(f"create temporary view {target} as select * from {read}")
+        self.s.created.append(("view", target))
+        key_match = self.m.key_match(plan["key_columns"], SRC, DST)
+        # the macros' semantics: which target rows the merge considers (key not NULL, inside
+        # incremental_predicates), the action of a matched pair (U, N, H, C, K), soft deletes
+        considered = self.m.get("_target_rows_condition")(plan, False)
+        live = self.m.get("_live")(plan) if plan["soft_delete"] else None
+        unmatched = None
+        if deletes:
+            unmatched = f"case when {live} then 'D' else 'X' end" if live else "'D'"
+        matched = self.s.temp(
+            "matched",
+            q.matched_rows_sql(
+                target,
+                source,
+                plan["key_columns"],
+                key_match,
+                self.m.get("_matched_action_sql")(plan),
+                unmatched,
+                considered,
+                file_col,
+                action_col,
+            ),
+        )
+        counts = dict.fromkeys("UNHCKDX", 0)
+        for action, n in self.s.query(
+            f"select {q.quote(action_col)}, count(*) from {matched} group by 1"
+        )[1]:
+            counts[action] = int(n)
+        key_list = ", ".join(q.quote(k) for k in plan["key_columns"])
+        listed = ", ".join(q.literal(a) for a in q.MATCHED)
+        matched_keys = self.s.one(
+            f"select count(*) from (select distinct {key_list} from {matched}"
+            f" where {q.quote(action_col)} in ({listed}))"
+        )[0]
+        delete_flag = self.m.get("_delete_flag")(plan) if plan["delete_condition"] else None
+        kept_source = f"not {delete_flag}" if delete_flag else None
+        inserts = actions["source_only"] == "insert"
+        # the statistics as the macros count them: count_matched_keys' row (U, N, H, C, K,
+        # matched keys, source rows, target rows[, considered[, unmatched]]) read from the
+        # matched rows and the files' metadata, turned into counts by _matched_key_counts
+        row = [counts[a] for a in q.MATCHED]
+        row += [matched_keys, self._count(source, SRC, kept_source) if inserts else 0]
+        row.append(target_rows)
+        if deletes:
+            row.append(self._count(target, DST, " and ".join(filter(None, [considered, live]))))
+            if live:
+                row.append(counts["D"])  # the live considered rows no source row matched
+        stats = self.m.get("_matched_key_counts")(plan, row)
+        inserted = stats["inserted"]
+        # the materialization's guards: a key the dataset holds twice, keys outside the
+        # incremental_predicates, full_merge's max_delete_fraction
+        self.m.check_merge_counts(plan, stats)
+        report.stats = {k: stats[k] for k in (*STAT_NAMES, "held_back") if k in stats}
+        if self.cfg["dry_run"]:
+            report.stats["dry_run"] = True
+            report.dataset_files = len(files)
+            return
 
-        affected = []
-        if matched is not None and (counts["U"] or counts["D"]):
+        affected = paths if rewrite_all else []
+        if not rewrite_all and (counts["U"] or counts["D"] or counts["C"]):
             affected = [
                 r[0]
                 for r in self.s.query(
                     f"select distinct {q.quote(file_col)} from {matched}"
-                    f" where {q.quote(action_col)} in ('U', 'D') order by 1"
+                    f" where {q.quote(action_col)} in {q.REWRITES} order by 1"
                 )[1]
             ]
-        if not affected and not stats["inserted"]:
+        if not affected and not inserted and not schema_plan["added"]:
             report.dataset_files = len(files)
             return
         source_map = {}
-        for col in target_names:
-            found = _find(col, plan["source_names"])
+        for col in out_columns:
+            found = _find(col.name, plan["source_names"])
             if found is not None:
-                source_map[col.lower()] = found
+                source_map[col.name.lower()] = found
+        soft = plan["soft_delete"]
         images = q.Images(
-            target_columns,
+            out_columns,
             source_map,
             plan["update_columns"],
             keys,
             partitions,
             action_col,
             deletes,
+            read_columns=target_columns,
+            dest_values=_dest_values(schema_plan),
+            considered=considered,
+            live=live,
+            soft_delete=(_find(soft["column"], [c.name for c in out_columns]) if soft else None),
+            soft_delete_timestamp=(
+                _find(soft["timestamp_column"], [c.name for c in out_columns])
+                if soft and soft["timestamp_column"]
+                else None
+            ),
         )
         m_alias = "dbt_merge_matched"
         matched_match = self.m.key_match(plan["key_columns"], m_alias, SRC)
@@ -685,7 +810,9 @@ class _Merge:
         if affected:
             matched_source = self.s.temp(
                 "matched_source",
-                q.matched_source_sql(matched, source, file_col, action_col, matched_match),
+                q.matched_source_sql(
+                    matched, source, file_col, action_col, matched_match, every_file=rewrite_all
+                ),
             )
         outputs = self._rewrite_files(affected, images, matched_source, hive, file_col, key_match)
         affected_view = None
@@ -700,22 +827,33 @@ class _Merge:
             source,
             matched,
             matched_match,
-            inserts and stats["inserted"] > 0,
+            inserts and inserted > 0,
             affected_view,
             matched_source,
             key_match,
+            kept_source,
         )
         if new_rows is not None:
-            bound = stats["inserted"] + (stats["updated"] if images.moved() else 0)
-            outputs += self._write_new_rows(new_rows, bound, keys, target_names, partitions)
+            bound = inserted + (stats["updated"] + stats["deleted"] if images.moved() else 0)
+            outputs += self._write_new_rows(
+                new_rows, bound, keys, [c.name for c in out_columns], partitions
+            )
         root = str(self.root) + os.sep
         report.files_removed = [p[len(root) :].replace(os.sep, "/") for p in affected]
+        # a column added by on_schema_change is in the dataset's schema even when no row was
+        # written: an empty file then carries it
+        carries = any(rows for _, rows in outputs) or not schema_plan["added"]
         report.files_added = self._keep_a_file(
-            outputs, len(files) - len(affected), target_columns, partitions
+            outputs, len(files) - len(affected) if carries else 0, out_columns, partitions
         )
         report.rows_written = sum(n for _, n in outputs)
         self._publish(report)
         report.dataset_files = len(files) - len(report.files_removed) + len(report.files_added)
+
+    def _count(self, relation: str, alias: str, where: str | None) -> int:
+        return self.s.one(
+            f"select count(*) from {relation} as {alias}" + (f" where {where}" if where else "")
+        )[0]
 
     def _candidate_files(
         self, plan, source, paths, file_list, target_columns, partitions, hive, file_col
@@ -909,6 +1047,29 @@ def _sibling(path: str, name: str) -> str:
 def _in_folder(directory: str, name: str) -> str:
     """`name` in a relative folder ("" is the root)."""
     return f"{directory}/{name}" if directory else name
+
+
+def _planned_columns(target_columns: list[Column], schema_plan) -> list[Column]:
+    """The dataset's columns after the planned schema change (plan_schema_changes)."""
+    removed = {c.name.lower() for c in schema_plan["removed"]}
+    retyped = {r["column"].name.lower(): r["new_type"] for r in schema_plan["retyped"]}
+    columns = [
+        Column(c.name, retyped.get(c.name.lower(), c.dtype))
+        for c in target_columns
+        if c.name.lower() not in removed
+    ]
+    return columns + [Column(c.name, c.dtype) for c in schema_plan["added"]]
+
+
+def _dest_values(schema_plan) -> dict[str, str]:
+    """A dataset row's value of a column as the planned schema change leaves it (the SQL of
+    the macros' _dest_value): NULL in an added column, converted in a retyped one."""
+    values = {c.name.lower(): f"cast(null as {c.dtype})" for c in schema_plan["added"]}
+    for r in schema_plan["retyped"]:
+        values[r["column"].name.lower()] = (
+            f"cast({DST}.{q.quote(r['column'].name)} as {r['new_type']})"
+        )
+    return values
 
 
 def _find(name: str, names: Sequence[str]) -> str | None:

@@ -30,7 +30,28 @@ from dbt_merge.parquet.errors import ParquetMergeError
 
 RESULT_COLUMNS = (
     "error varchar, inserted bigint, updated bigint, deleted bigint, unchanged bigint,"
-    " total bigint, read_sql varchar, skipped varchar, final_sql varchar, publish varchar"
+    " total bigint, read_sql varchar, skipped varchar, final_sql varchar, publish varchar,"
+    " held_back bigint, dry_run boolean"
+)
+#: The model's config options the job passes on to run_merge as they are (dbt_merge.options).
+PASSED = (
+    "dedup_order_by",
+    "merge_update_columns",
+    "merge_exclude_columns",
+    "merge_check_columns",
+    "detect_unchanged",
+    "max_delete_fraction",
+    "incremental_predicates",
+    "on_key_outside_predicates",
+    "on_schema_change",
+    "merge_update_condition",
+    "delete_condition",
+    "soft_delete_column",
+    "soft_delete_timestamp_column",
+    "dry_run",
+    "merge_history_table",
+    "full_merge_write",
+    "partition_by",
 )
 
 # Merges written but not yet published, by result table name: (dbt invocation, dataset root,
@@ -55,37 +76,40 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
         # --empty / --sample: the dataset is left as it is; the view reads it as it is
         read_sql = dataset_read_sql(args["location"])
         row = (None, None, None, None, None, None, read_sql, args["skipped"], None, None)
+        row += (None, None)
         _write_result(con, args["result"], row)
         return
     try:
+        options = {k: args[k] for k in PASSED if args.get(k) is not None}
         report = run_merge(
             con.sql(args["sql"]),
             args["location"],
             args["unique_key"],
             strategy=args.get("strategy") or "upsert",
-            dedup_order_by=args.get("dedup_order_by"),
             compression=args.get("compression") or "zstd",
             connection=con,
-            partition_by=args.get("partition_by"),
             rows_per_file=args.get("rows_per_file") or 1_000_000,
-            merge_update_columns=args.get("merge_update_columns"),
-            merge_exclude_columns=args.get("merge_exclude_columns"),
-            merge_check_columns=args.get("merge_check_columns"),
-            detect_unchanged=_default(args.get("detect_unchanged"), True),
-            max_delete_fraction=_default(args.get("max_delete_fraction"), 0.5),
             full_refresh=bool(args.get("full_refresh")),
             error_prefix="",
             defer_publish=True,
+            history=args.get("history"),
+            **options,
         )
         s = report.stats
-        final_sql = q.read_dataset(report.root, report.hive_types or None, report.columns)
         counts = (s["inserted"], s["updated"], s["deleted"], s["unchanged"], s["total"])
-        function = _register(con, args, report)
-        row = (None, *counts, _new_state_sql(report), None, final_sql, function)
+        if s.get("dry_run"):
+            # nothing written: the model's view is left as it is
+            report.pending.abort()
+            row = (None, *counts, None, None, None, None, s.get("held_back"), True)
+        else:
+            final_sql = q.read_dataset(report.root, report.hive_types or None, report.columns)
+            function = _register(con, args, report)
+            row = (None, *counts, _new_state_sql(report), None, final_sql, function)
+            row += (s.get("held_back"), False)
     except ParquetMergeError as e:
-        row = (str(e), None, None, None, None, None, None, None, None, None)
+        row = (str(e), *[None] * 11)
     except duckdb.Error as e:
-        row = (f"{type(e).__name__}: {e}", None, None, None, None, None, None, None, None, None)
+        row = (f"{type(e).__name__}: {e}", *[None] * 11)
     _write_result(con, args["result"], row)
 
 
@@ -161,7 +185,3 @@ def _write_result(con: Any, name: str, row: tuple) -> None:
     con.execute(f"create or replace temporary table {result} ({RESULT_COLUMNS})")
     marks = ", ".join("?" for _ in row)
     con.execute(f"insert into {result} values ({marks})", list(row))
-
-
-def _default(value: Any, default: Any) -> Any:
-    return default if value is None else value

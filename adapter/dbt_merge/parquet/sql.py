@@ -10,7 +10,7 @@ them, and the one query whose result replaces the rewritten files.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 SRC = "DBT_INTERNAL_SOURCE"
 DST = "DBT_INTERNAL_DEST"
@@ -98,8 +98,7 @@ def read_files(
         return relation
     typed = ", ".join(f"cast(null as {c.dtype}) as {quote(c.name)}" for c in columns)
     return (
-        f"((select {typed} limit 0) union all by name"
-        f" (select * from {relation} as dbt_merge_read))"
+        f"((select {typed} limit 0) union all by name (select * from {relation} as dbt_merge_read))"
     )
 
 
@@ -230,31 +229,49 @@ def candidate_files_sql(
     )
 
 
+#: The actions of a matched (source row, dataset row) pair (classify_changes_sql's): updated,
+#: unchanged, held back by merge_update_condition, deleted by delete_condition, already
+#: soft-deleted; and, as SQL lists, the actions that change a dataset row (its file is
+#: rewritten).
+MATCHED = "UNHCK"
+REWRITES = "('U', 'D', 'C')"
+
+
+def empty_relation(columns: Sequence[Column], filename_column: str) -> str:
+    """A relation with `columns` (and the file column) and no row: the files read when none
+    may hold a source key."""
+    typed = [f"cast(null as {c.dtype}) as {quote(c.name)}" for c in columns]
+    typed.append(f"cast(null as varchar) as {quote(filename_column)}")
+    return f"(select {', '.join(typed)} limit 0)"
+
+
 def matched_rows_sql(
     target: str,
     source: str,
     keys: Sequence[str],
     key_match: str,
-    changed: str | None,
-    deletes: bool,
+    matched_action: str,
+    unmatched_action: str | None,
+    considered: str,
     file_column: str,
     action_column: str,
 ) -> str:
-    """Every target row the merge acts on, with the file holding it and its action: 'U'
-    (matched, some update column differs), 'N' (matched, left as it is) and, when the strategy
-    deletes, 'D' (no source row). Target rows with a NULL key are never matched."""
-    changed_case = f"when {changed} then 'U' " if changed else ""
-    if deletes:
-        action = f"case when {SRC}.{quote(keys[0])} is null then 'D' {changed_case}else 'N' end"
+    """Every dataset row the merge considers (`considered`, on DST: key not NULL, inside the
+    incremental predicates) that a source row matches, with the file holding it and the
+    action of the pair (`matched_action`, the macros' _matched_action_sql); with
+    `unmatched_action` (the strategy deletes), the considered rows no source row matches too,
+    with that action ('D', or 'X' for a row soft-deleted already)."""
+    if unmatched_action is not None:
+        missing = f"{SRC}.{quote(keys[0])} is null"
+        action = f"case when {missing} then {unmatched_action} else {matched_action} end"
         join = "left join"
     else:
-        action = f"case {changed_case}else 'N' end" if changed else "'N'"
-        join = "join"
+        action, join = matched_action, "join"
     key_list = ", ".join(f"{DST}.{quote(k)}" for k in keys)
     return (
         f"select {DST}.{quote(file_column)}, {key_list}, {action} as {quote(action_column)}"
         f" from {target} as {DST} {join} {source} as {SRC} on {key_match}"
-        f" where {keys_not_null(keys, DST)}"
+        f" where {considered}"
     )
 
 
@@ -264,23 +281,30 @@ def matched_source_sql(
     file_column: str,
     action_column: str,
     matched_key_match: str,
+    every_file: bool = False,
 ) -> str:
-    """The source rows matched in the files to rewrite, with the file and the action ('U' or
-    'N'): what the rewrite of each file joins (aliased dbt_merge_matched in the key match)."""
+    """The source rows matched in the files to rewrite (those holding a changed row, or
+    every_file), with the file and the action: what the rewrite of each file joins (aliased
+    dbt_merge_matched in the key match)."""
     m = "dbt_merge_matched"
     f, a = quote(file_column), quote(action_column)
+    listed = ", ".join(literal(x) for x in MATCHED)
+    files = ""
+    if not every_file:
+        files = f" and {m}.{f} in (select {f} from {matched} where {a} in {REWRITES})"
     return (
         f"select {m}.{f}, {m}.{a}, {SRC}.* from {matched} as {m}"
         f" join {source} as {SRC} on {matched_key_match}"
-        f" where {m}.{a} <> 'D' and {m}.{f} in"
-        f" (select {f} from {matched} where {a} in ('U', 'D'))"
+        f" where {m}.{a} in ({listed}){files}"
     )
 
 
 @dataclass(frozen=True)
 class Images:
-    """How a rewritten row is formed from the dataset row (DST) and its matched source row
-    (SRC, from matched_source_sql; NULL when none matched)."""
+    """How a rewritten row is formed from the dataset row (DST, read with `read_columns`) and
+    its matched source row (SRC, from matched_source_sql; NULL when none matched), into
+    `target_columns` (the dataset's columns after a planned schema change; `dest_values`: a
+    dataset row's value of an added or retyped column)."""
 
     target_columns: Sequence[Column]
     source_names: dict[str, str]  # target column (lower case) -> source column
@@ -289,14 +313,41 @@ class Images:
     partitions: Sequence[str]
     action_column: str
     deletes: bool
+    read_columns: Sequence[Column] = ()
+    dest_values: dict[str, str] = field(default_factory=dict)
+    considered: str = "true"  # the dataset rows the merge considers (on DST)
+    live: str | None = None  # with soft deletes: DST is not soft-deleted
+    soft_delete: str | None = None  # the soft-delete column (target name)
+    soft_delete_timestamp: str | None = None
+
+    def _dest(self, col: Column) -> str:
+        return self.dest_values.get(col.name.lower(), f"{DST}.{quote(col.name)}")
+
+    def deleted(self) -> str:
+        """True for a dataset row the merge deletes (or soft-deletes): delete_condition's
+        ('C') and, when the strategy deletes, a considered (live) row no source row matched."""
+        a = f"{SRC}.{quote(self.action_column)}"
+        parts = [f"{a} = 'C'"]
+        if self.deletes:
+            missing = f"{a} is null and {self.considered}"
+            parts.append(f"({missing} and {self.live})" if self.live else f"({missing})")
+        return f"coalesce({' or '.join(parts)}, false)"
 
     def value(self, col: Column) -> str:
-        q = quote(col.name)
-        if col.name.lower() in {c.lower() for c in self.update_columns}:
-            src = quote(self.source_names[col.name.lower()])
+        lower = col.name.lower()
+        dest = self._dest(col)
+        if lower in {c.lower() for c in self.update_columns}:
+            src = quote(self.source_names[lower])
             updated = f"{SRC}.{quote(self.action_column)} = 'U'"
-            return f"case when {updated} then {SRC}.{src} else {DST}.{q} end"
-        return f"{DST}.{q}"
+            value = f"case when {updated} then {SRC}.{src} else {dest} end"
+        else:
+            value = dest
+        if self.soft_delete and lower == self.soft_delete.lower():
+            return f"case when {self.deleted()} then true else {value} end"
+        if self.soft_delete_timestamp and lower == self.soft_delete_timestamp.lower():
+            now = "cast(current_timestamp as timestamp)"
+            return f"case when {self.deleted()} then {now} else {value} end"
+        return value
 
     def moved(self) -> str | None:
         """True for an updated row whose partition values change (it moves to another folder)."""
@@ -306,20 +357,26 @@ class Images:
             for p in self.partitions
             if p.lower() in update_lower
         ]
-        if not parts:
-            return None
-        # coalesce: a row no source row matched has a NULL action, and is not moved
-        return (
-            f"coalesce({SRC}.{quote(self.action_column)} = 'U' and ({' or '.join(parts)}), false)"
-        )
+        moves = []
+        if parts:
+            # coalesce: a row no source row matched has a NULL action, and is not moved
+            moves.append(
+                f"coalesce({SRC}.{quote(self.action_column)} = 'U' and ({' or '.join(parts)}),"
+                " false)"
+            )
+        partition_lower = {p.lower() for p in self.partitions}
+        soft = [c for c in (self.soft_delete, self.soft_delete_timestamp) if c]
+        if any(c.lower() in partition_lower for c in soft):
+            # a soft delete sets a partition column: the (live) row moves to another folder
+            moves.append(self.deleted())
+        return f"({' or '.join(moves)})" if moves else None
 
     def kept(self) -> str:
-        """The rows of a rewritten file that stay in it: all but (full_merge) the rows no source
-        row matched and the rows moving to another partition."""
+        """The rows of a rewritten file that stay in it: all but the deleted rows (unless
+        deletes are soft) and the rows moving to another partition."""
         conditions = []
-        if self.deletes:
-            key_ok = keys_not_null(self.keys, DST)
-            conditions.append(f"not ({key_ok} and {SRC}.{quote(self.action_column)} is null)")
+        if not self.soft_delete:
+            conditions.append(f"not {self.deleted()}")
         moved = self.moved()
         if moved:
             conditions.append(f"not {moved}")
@@ -345,7 +402,8 @@ def rewrite_file_sql(
     order = ", ".join(f"{DST}.{quote(k)}" for k in images.keys)
     return (
         f"select {', '.join(values)} from"
-        f" {read_files([file], hive, columns=images.target_columns)} as {DST}"
+        f" {read_files([file], hive, columns=images.read_columns or images.target_columns)}"
+        f" as {DST}"
         f" left join (select * from {matched_source} where {quote(file_column)} = {literal(file)})"
         f" as {SRC} on {key_match} where {images.kept()} order by {order}"
     )
@@ -360,9 +418,11 @@ def new_rows_sql(
     affected: str | None,
     matched_source: str | None,
     key_match: str,
+    source_filter: str | None = None,
 ) -> str | None:
     """The rows for new files: the source rows whose key the dataset lacks (when the strategy
-    inserts) and the updated rows that move to another partition. None if there can be none."""
+    inserts; those `source_filter` keeps: delete_condition false) and the updated rows that
+    move to another partition. None if there can be none."""
     parts = []
     if inserts:
         values = []
@@ -370,20 +430,22 @@ def new_rows_sql(
             src_col = images.source_names.get(col.name.lower())
             value = f"{SRC}.{quote(src_col)}" if src_col else f"cast(null as {col.dtype})"
             values.append(f"{value} as {quote(col.name)}")
-        anti = ""
+        conditions = [source_filter] if source_filter else []
         if matched is not None:
-            anti = (
-                f" where not exists (select 1 from {matched} as dbt_merge_matched"
-                f" where dbt_merge_matched.{quote(images.action_column)} <> 'D'"
+            listed = ", ".join(literal(x) for x in MATCHED)
+            conditions.append(
+                f"not exists (select 1 from {matched} as dbt_merge_matched"
+                f" where dbt_merge_matched.{quote(images.action_column)} in ({listed})"
                 f" and {matched_key_match})"
             )
-        parts.append(f"select {', '.join(values)} from {source} as {SRC}{anti}")
+        where = f" where {' and '.join(conditions)}" if conditions else ""
+        parts.append(f"select {', '.join(values)} from {source} as {SRC}{where}")
     moved = images.moved()
     if moved and affected is not None and matched_source is not None:
         values = [f"{images.value(c)} as {quote(c.name)}" for c in images.target_columns]
         parts.append(
             f"select {', '.join(values)} from {affected} as {DST}"
-            f" join {matched_source} as {SRC} on {key_match} where {moved}"
+            f" left join {matched_source} as {SRC} on {key_match} where {moved}"
         )
     return " union all ".join(parts) if parts else None
 

@@ -1,0 +1,106 @@
+"""The merge options every Python door takes: one table, one check.
+
+`merge_dataframe` (Spark) and `merge_parquet_dataset` (a folder of Parquet files) take the same
+keywords, named as the dbt config names them, with the same defaults (`OPTIONS`). A door passes
+what it was given to `merge_config`, which returns the dbt config the shared macros read
+(`validate_merge_config` checks the values) and refuses, naming the option and the reason, an
+option the door cannot apply.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+from dbt_merge.errors import MergeError
+
+
+class MergeOptions(TypedDict, total=False):
+    """The keywords of every Python door (the dbt config option of the same name)."""
+
+    dedup_order_by: str | Sequence[str] | None
+    merge_update_columns: Sequence[str] | None
+    merge_exclude_columns: Sequence[str] | None
+    merge_check_columns: Sequence[str] | None
+    detect_unchanged: bool
+    incremental_predicates: str | Sequence[str] | None
+    on_key_outside_predicates: str | None
+    max_delete_fraction: float
+    on_schema_change: str
+    merge_update_condition: str | None
+    delete_condition: str | None
+    soft_delete_column: str | None
+    soft_delete_timestamp_column: str | None
+    full_merge_write: str | None
+    dry_run: bool
+    merge_history_table: str | None
+    file_format: str | None
+    partition_by: str | Sequence[str] | None
+    tblproperties: dict[str, str] | None
+    options: dict[str, str] | None
+    full_refresh: bool
+
+
+#: Each option and its default (as dbt reads an unset config option).
+OPTIONS: dict[str, Any] = {
+    "dedup_order_by": None,
+    "merge_update_columns": None,
+    "merge_exclude_columns": None,
+    "merge_check_columns": None,
+    "detect_unchanged": True,
+    "incremental_predicates": None,
+    "on_key_outside_predicates": None,
+    "max_delete_fraction": 0.5,
+    "on_schema_change": "ignore",
+    "merge_update_condition": None,
+    "delete_condition": None,
+    "soft_delete_column": None,
+    "soft_delete_timestamp_column": None,
+    "full_merge_write": None,
+    "dry_run": False,
+    "merge_history_table": None,
+    "file_format": None,
+    "partition_by": None,
+    "tblproperties": None,
+    "options": None,
+    "full_refresh": False,
+}
+assert set(OPTIONS) == set(MergeOptions.__annotations__)
+
+
+def merge_config(
+    key_columns: str | Sequence[str],
+    strategy: str,
+    given: Mapping[str, Any],
+    *,
+    refused: Mapping[str, tuple[tuple[Any, ...], str]] | None = None,
+    fail=None,
+) -> dict[str, Any]:
+    """The dbt config of one call: unique_key, strategy and every option of OPTIONS (the
+    default where not given). An unknown keyword is refused with the closest name; an option of
+    `refused` ({name: (the values the door accepts, why not another)}) set to another value is
+    refused with its reason. fail(message) raises the door's error (default MergeError)."""
+
+    def refuse(message: str) -> None:
+        if fail is None:
+            raise MergeError(message)
+        fail(message)
+
+    for name in given:
+        if name not in OPTIONS:
+            close = difflib.get_close_matches(name, OPTIONS, n=1)
+            refuse(
+                f"unknown option '{name}'"
+                + (f" (did you mean '{close[0]}'?)" if close else "")
+                + f". The options are: {', '.join(OPTIONS)}."
+            )
+    options = {name: given.get(name, default) for name, default in OPTIONS.items()}
+    for name, (accepted, reason) in (refused or {}).items():
+        value = options[name]
+        if value is not None and value not in accepted:
+            refuse(f"{name}={value!r} {reason}")
+    config = {"strategy": strategy, "unique_key": key_columns}
+    # an option not given is left out, as in a dbt model: config.get(name, default) applies
+    config.update({k: v for k, v in options.items() if k != "full_refresh" and v is not None})
+    return config
