@@ -130,6 +130,14 @@ def test_bad_option_names_the_option(con):
         merge_table(con, _source(con), "analytics.t", "id", "upsrt")
     with pytest.raises(MergeError, match="the schema 'memory.nowhere' does not exist"):
         merge_table(con, _source(con), "nowhere.t", "id")
+    # the Python doors' one option table: a misspelt keyword gets the closest name, and an
+    # option that shapes a Spark table is refused with the reason; the target as it was
+    before, rows = _state(con), _rows(con)
+    with pytest.raises(MergeError, match="unknown option 'dry_rnu' \\(did you mean 'dry_run'"):
+        merge_table(con, _source(con), "analytics.t", "id", dry_rnu=True)
+    with pytest.raises(MergeError, match="partition_by='id' shapes a Spark table"):
+        merge_table(con, _source(con), "analytics.t", "id", partition_by="id")
+    assert _rows(con) == rows and _state(con) == before
 
 
 def test_failure_in_the_write_rolls_back(con):

@@ -13,14 +13,21 @@ import hashlib
 import uuid
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Unpack
 
 import duckdb
 
 from dbt_merge.duckdb.connection import Column, DuckDBRunner, Relation, quote
 from dbt_merge.errors import MergeError
+from dbt_merge.options import MergeOptions, merge_config
 from dbt_merge.render import MacroContext, source_wording
 from dbt_merge.result import MergeResult
+
+#: The options that shape a Spark table the call would create: a DuckDB table has none of them.
+REFUSED = {
+    name: ((), "shapes a Spark table; a DuckDB table has no such setting. Leave it out.")
+    for name in ("file_format", "partition_by", "tblproperties", "options")
+}
 
 
 def merge_table(
@@ -29,24 +36,7 @@ def merge_table(
     target: str,
     key_columns: str | Sequence[str],
     strategy: str = "upsert",
-    *,
-    dedup_order_by: str | Sequence[str] | None = None,
-    merge_update_columns: Sequence[str] | None = None,
-    merge_exclude_columns: Sequence[str] | None = None,
-    merge_check_columns: Sequence[str] | None = None,
-    detect_unchanged: bool = True,
-    incremental_predicates: str | Sequence[str] | None = None,
-    on_key_outside_predicates: str | None = None,
-    max_delete_fraction: float = 0.5,
-    on_schema_change: str = "ignore",
-    merge_update_condition: str | None = None,
-    delete_condition: str | None = None,
-    soft_delete_column: str | None = None,
-    soft_delete_timestamp_column: str | None = None,
-    full_merge_write: str | None = None,
-    dry_run: bool = False,
-    merge_history_table: str | None = None,
-    full_refresh: bool = False,
+    **options: Unpack[MergeOptions],
 ) -> MergeResult:
     """Merge `source` into the table `target` ("table", "schema.table" or
     "database.schema.table") of the DuckDB `connection`, and return what the merge did.
@@ -63,31 +53,14 @@ def merge_table(
     left, and no setting is changed. Raises MergeError on bad options or source rows.
     """
     this = _target_relation(connection, target)
-    config = {
-        "strategy": strategy,
-        "unique_key": key_columns,
-        "dedup_order_by": dedup_order_by,
-        "merge_update_columns": merge_update_columns,
-        "merge_exclude_columns": merge_exclude_columns,
-        "merge_check_columns": merge_check_columns,
-        "detect_unchanged": detect_unchanged,
-        "incremental_predicates": incremental_predicates,
-        "on_key_outside_predicates": on_key_outside_predicates,
-        "max_delete_fraction": max_delete_fraction,
-        "on_schema_change": on_schema_change,
-        "merge_update_condition": merge_update_condition,
-        "delete_condition": delete_condition,
-        "soft_delete_column": soft_delete_column,
-        "soft_delete_timestamp_column": soft_delete_timestamp_column,
-        "full_merge_write": full_merge_write,
-        "dry_run": dry_run,
-        "merge_history_table": merge_history_table,
-    }
     name = f"{this.schema}.{this.identifier}"
     prefix = f"dbt_merge: table '{name}': "
 
     def fail(message: str) -> None:
         raise MergeError(prefix + source_wording(message, "the source"))
+
+    config = merge_config(key_columns, strategy, options, refused=REFUSED, fail=fail)
+    full_refresh = bool(options.get("full_refresh"))
 
     invocation = str(uuid.uuid4())
     runner = DuckDBRunner(connection)
