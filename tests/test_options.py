@@ -1,5 +1,5 @@
-"""One option table for the Python doors (dbt_merge.options): merge_dataframe and
-merge_parquet_dataset take the same keywords, named as the dbt config names them, checked by
+"""One option table for the Python doors (dbt_merge.options): merge_dataframe,
+merge_table and merge_parquet_dataset take the same keywords, named as the dbt config names them, checked by
 one function. Pure: no engine."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from dbt_merge.duckdb import merge_table
 from dbt_merge.errors import MergeError
 from dbt_merge.options import OPTIONS, MergeOptions, merge_config
 from dbt_merge.parquet import merge_parquet_dataset
@@ -17,8 +18,8 @@ from dbt_merge.spark import merge_dataframe
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_both_doors_take_the_one_option_table():
-    for door in (merge_dataframe, merge_parquet_dataset):
+def test_every_door_takes_the_one_option_table():
+    for door in (merge_dataframe, merge_table, merge_parquet_dataset):
         options = inspect.signature(door).parameters["options"]
         assert options.kind is inspect.Parameter.VAR_KEYWORD
         assert "MergeOptions" in str(options.annotation), door
