@@ -1,6 +1,6 @@
-"""One option table for the Python doors (dbt_merge.options): merge_dataframe,
-merge_table and merge_parquet_dataset take the same keywords, named as the dbt config names them, checked by
-one function. Pure: no engine."""
+"""One option table for the Python doors (dbt_merge.options): merge_dataframe, merge_table
+and merge_parquet_dataset take the same keywords, named as the dbt config names them, checked
+by one function. Pure: no engine."""
 
 from __future__ import annotations
 
