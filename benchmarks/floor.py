@@ -29,6 +29,9 @@ to the benchmark's cluster), target restored to its pristine snapshot before eac
 
 - `MERGE`: `WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *`;
 - `MERGE skip-unchanged`: the same, `WHEN MATCHED AND <a column differs> THEN UPDATE`;
+- `MERGE of the changed rows`: a MERGE whose source is the source rows new or changed (a join
+  of source and target in the MERGE's source: unchanged rows never reach the MERGE); `(cached)`:
+  those rows cached (an eager `cache table`) before the MERGE reads them;
 - `source check`: rows, distinct keys and NULL keys of the source (one query);
 - `classify`: source LEFT JOIN target, rows counted by action (insert / update / unchanged);
 - `check+classify`: both in one pass, the source's counts riding on the join;
@@ -238,9 +241,26 @@ def spark_formulations(t: str, s: str) -> dict[str, list[str]]:
         f"select count(*), count(distinct s.{KEY}), count_if(s.{KEY} is null), {actions} "
         f"from {s} as s left join {t} as t on t.{KEY} = s.{KEY}"
     )
+    changed_rows = (
+        f"(select s.* from {s} as s left join {t} as t on t.{KEY} = s.{KEY}"
+        f" where t.{KEY} is null or ({differs}))"
+    )
+    filtered = (
+        f"merge into {t} as t using {changed_rows} as s on t.{KEY} = s.{KEY} when matched then "
+        f"update set {set_all}{insert}"
+    )
+    cached = [
+        f"create or replace temporary view floor_changed as {changed_rows[1:-1]}",
+        "cache table floor_changed",
+        filtered.replace(changed_rows, "floor_changed"),
+        "uncache table floor_changed",
+        "drop view floor_changed",
+    ]
     return {
         "MERGE": [plain],
         "MERGE skip-unchanged": [skip],
+        "MERGE of the changed rows": [filtered],
+        "MERGE of the changed rows (cached)": cached,
         "source check": [check],
         "classify": [classify],
         "check+classify": [both],
