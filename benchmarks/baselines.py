@@ -135,7 +135,11 @@ def spark_baselines(effect: str, t: str, s: str) -> dict[str, list[str]]:
     if effect == "deduplicate":
         return {"MERGE INTO(dedup)": [_merge(t, _dedup(s, "spark"), True, True)]}
     return {
-        "upsert": {"MERGE INTO": [_merge(t, s, True, True)]},
+        "upsert": {
+            "MERGE INTO": [_merge(t, s, True, True)],
+            # dbt-spark's merge, but a matched row left as it is when no column differs
+            "MERGE INTO(skip unchanged)": [_merge(t, s, True, True, matched_if=f"({DIFFERS})")],
+        },
         "insert": {
             "INSERT anti-join": [
                 f"insert into {t} select s.* from {s} as s"

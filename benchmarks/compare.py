@@ -7,11 +7,18 @@ a paired comparison does not.
     python -m benchmarks.compare --base 7ddc2cb --engine spark --strategies upsert,insert
     python -m benchmarks.compare --base /tmp/old_checkout --quick     # a folder works too
     python -m benchmarks.compare --base 7ddc2cb --data snapshot,100k --strategies upsert,insert
+    python -m benchmarks.compare --base f10acea --engine spark --data snapshot --strategies \
+        upsert,full_merge_guarded --mor                  # merge-on-read Iceberg targets
+    python -m benchmarks.compare --base f10acea --engine spark_thrift --data snapshot,200k
 
 `--base` is a git revision of this repository (exported with `git archive`) or a folder holding
-the package; the head is this checkout. Times are dbt's timing of the model's execute phase, as
-in merge_bench; one untimed run of each version first. A version whose statistics differ from
-the other's is flagged: a speed-up that changes the result is a bug.
+the package; the head is this checkout. On Spark, `--mor` makes every target a merge-on-read
+Iceberg table, and `spark_thrift` runs both versions through the benchmark's own cluster
+(benchmarks/engines.py). A strategy is a model name without its `ours_` prefix, so
+`full_merge_guarded` is full_merge under the default mass-delete guard. Times are dbt's timing
+of the model's execute phase, as in merge_bench; one untimed run of each version first. A
+version whose statistics differ from the other's is flagged: a speed-up that changes the result
+is a bug.
 """
 
 from __future__ import annotations
@@ -28,11 +35,12 @@ from pathlib import Path
 
 from . import data
 from .engines import open_engine, prepare
-from .project import REPO, STRATEGIES, DbtProject, write_project
+from .project import MOR_PROPERTIES, REPO, STRATEGIES, THRIFT_PORT_ENV, DbtProject, write_project
 
 SIZES = {
     "duckdb": [data.Increment(10_000_000, 10_000), data.Increment(10_000_000, 1_000_000)],
     "spark": [data.Increment(2_000_000, 200_000)],
+    "spark_thrift": [data.Increment(2_000_000, 200_000)],
 }
 #: `--data`: other sources by name (DuckDB sizes; Spark's target is 2M rows).
 DATA = {
@@ -41,6 +49,8 @@ DATA = {
     "1m": lambda t: data.Increment(t, t // 10),
     "unchanged": lambda t: data.Increment(t, t // 10, unchanged=0.1),
     "snapshot": lambda t: data.Increment(t, t, shape="snapshot"),
+    "200k": lambda t: data.Increment(t, 200_000 * t // 2_000_000),
+    "changed": lambda t: data.Increment(t, t, shape="changed"),
 }
 
 
@@ -65,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--base", required=True, help="git revision or package folder")
-    parser.add_argument("--engine", choices=["duckdb", "spark"], default="duckdb")
+    parser.add_argument("--engine", choices=["duckdb", "spark", "spark_thrift"], default="duckdb")
+    parser.add_argument("--mor", action="store_true", help="Spark: merge-on-read Iceberg targets")
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--reps", type=int, help="timed runs per version (7 DuckDB, 4 Spark)")
     parser.add_argument("--quick", action="store_true", help="1/10 of the sizes, 2 runs")
@@ -74,9 +85,20 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated sources instead of the default ones: " + ", ".join(DATA),
     )
     args = parser.parse_args(argv)
+    if args.engine != "spark_thrift":
+        return _compare(args)
+    from .engines import bench_cluster
+
+    with bench_cluster(log=lambda m: print(m, file=sys.stderr, flush=True)) as (cluster, _):
+        os.environ[THRIFT_PORT_ENV] = str(cluster.thrift_port)
+        return _compare(args, cluster)
+
+
+def _compare(args, cluster=None) -> int:
     engine_name = args.engine
     strategies = args.strategies.split(",")
     reps = args.reps or (2 if args.quick else 7 if engine_name == "duckdb" else 4)
+    props = MOR_PROPERTIES if args.mor else None
     sizes = SIZES[engine_name]
     if args.data:
         target = 10_000_000 if engine_name == "duckdb" else 2_000_000
@@ -97,21 +119,24 @@ def main(argv: list[str] | None = None) -> int:
             write_project(root, engine_name, db_path, package)
             projects[name] = DbtProject(root, engine_name)
             projects[name].deps()
-        engine = open_engine(engine_name, db_path, projects["head"].root)
+        engine = open_engine(engine_name, db_path, projects["head"].root, cluster)
 
-        print(f"base: {args.base}  head: {REPO} (working tree)  engine: {engine_name}")
+        print(
+            f"base: {args.base}  head: {REPO} (working tree)  engine: {engine_name}"
+            + ("  merge-on-read targets" if args.mor else "")
+        )
         print("| data | strategy | base s, median (min-max) | head s, median (min-max) | change |")
         print("|---|---|---|---|---|")
         for inc in sizes:
             pristine = prepare(engine, inc)
             for strategy in strategies:
-                model = f"ours_{strategy}"
+                model = f"ours_{strategy}" + ("_mor" if args.mor else "")
                 times: dict[str, list[float]] = {name: [] for name in versions}
                 messages: dict[str, str] = {}
                 for rep in range(reps + 1):  # rep 0 is the untimed warm-up
                     order = list(versions) if rep % 2 == 0 else list(reversed(versions))
                     for name in order:
-                        engine.restore(model, pristine)
+                        engine.restore(model, pristine, props)
                         run = projects[name].run(model)
                         if run.error:
                             raise SystemExit(f"{name} {model}: {run.error}")

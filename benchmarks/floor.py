@@ -1,4 +1,5 @@
-"""The floor of a validated, counted DuckDB merge: hand-written formulations on a raw connection.
+"""The floor of a validated, counted merge: hand-written formulations on a raw connection
+(DuckDB, or Spark with `--engine spark` / `spark_thrift`: see SPARK below).
 
 Issue 12 asks what our checks and counts must cost at the least. This times, in one process and
 alternating, on the benchmark's data (a 10M-row file-backed target, an increment of the given
@@ -20,6 +21,32 @@ size), each followed by COMMIT:
 
 Times are wall seconds of the statements (the commit included), medians; the ratio is to `bare`
 of the same rep. It runs no dbt: dbt's per-statement cost comes on top (see benchmarks.profile).
+
+SPARK (issue 22): the same question on Spark + Iceberg, raw Spark SQL on the benchmark's own
+engines (benchmarks/engines.py: the session of this process, local[2], or a PyHive connection
+to the benchmark's cluster), target restored to its pristine snapshot before each formulation
+(untimed), ratios to `MERGE` (the plain MERGE dbt-spark's `merge` runs):
+
+- `MERGE`: `WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *`;
+- `MERGE skip-unchanged`: the same, `WHEN MATCHED AND <a column differs> THEN UPDATE`;
+- `MERGE of the changed rows`: a MERGE whose source is the source rows new or changed (a join
+  of source and target in the MERGE's source: unchanged rows never reach the MERGE); `(cached)`:
+  those rows cached (an eager `cache table`) before the MERGE reads them;
+- `source check`: rows, distinct keys and NULL keys of the source (one query);
+- `classify`: source LEFT JOIN target, rows counted by action (insert / update / unchanged);
+- `check+classify`: both in one pass, the source's counts riding on the join;
+- `separate passes`: source check, classify, MERGE skip-unchanged (the floor of today's shape);
+- `one pass + MERGE`: check+classify, then MERGE skip-unchanged (the floor issue 22 aims at);
+- with `--dataframe` (session only): `merge_dataframe` (adapter/dbt_merge/spark/api.py) of a
+  DataFrame over the source, a hand-written MERGE INTO from a temp view of the same DataFrame,
+  and the dbt model of the same merge (ours_upsert of the benchmark project, run in-process:
+  wall seconds of dbt's whole run, and dbt's timing of its execute phase).
+
+    python -m benchmarks.floor --engine spark --shape snapshot --reps 3 [--mor] [--dataframe]
+    python -m benchmarks.floor --engine spark --rows 200000 --reps 3
+    python -m benchmarks.floor --engine spark_thrift --shape snapshot --mor --reps 3
+
+On Spark --target defaults to 2M rows; a `snapshot` or `changed` source has the target's rows.
 """
 
 from __future__ import annotations
@@ -58,8 +85,9 @@ def _classify_then_write(t: str, s: str, changed: str, every_row: bool) -> list[
     source rows (all, or those not left unchanged when some are)."""
     insert = f"insert into {t} select * from {s}"
     if not every_row:
-        insert += (f" as s where not exists (select 1 from chg where chg.{KEY} = s.{KEY}"
-                   " and a = 'N')")
+        insert += (
+            f" as s where not exists (select 1 from chg where chg.{KEY} = s.{KEY} and a = 'N')"
+        )
     return [
         *source_check(s),
         f"create or replace temp table chg as select s.{KEY}, case when {changed} then 'U' "
@@ -135,12 +163,21 @@ def run(con, statements: list[str], steps: list[float] | None = None) -> float:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--target", type=int, default=10_000_000)
-    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--engine", choices=["duckdb", "spark", "spark_thrift"], default="duckdb")
+    p.add_argument("--target", type=int, help="target rows (10M on DuckDB, 2M on Spark)")
+    p.add_argument("--rows", type=int, help="increment rows (1M on DuckDB, 200k on Spark)")
     p.add_argument("--shape", default="increment")
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--only", default="", help="comma-separated formulation names")
+    p.add_argument("--mor", action="store_true", help="Spark: a merge-on-read Iceberg target")
+    p.add_argument(
+        "--dataframe", action="store_true", help="Spark session: also merge_dataframe (SPARK)"
+    )
     a = p.parse_args()
+    if a.engine != "duckdb":
+        spark_main(a)
+        return
+    a.target, a.rows = a.target or 10_000_000, a.rows or 1_000_000
     inc = data.Increment(a.target, a.rows, shape=a.shape)
     folder = Path(tempfile.mkdtemp(prefix="dbt_merge_floor_"))
     con = duckdb.connect(str(folder / "floor.duckdb"))
@@ -166,14 +203,186 @@ def main() -> None:
         for name in names:
             times[name].append(this[name])
             ratios[name].append(this[name] / this["bare"])
-    print(f"{inc.label}: {a.reps} reps after one warm-up; seconds, median (min-max); "
-          "ratio to bare of the same rep, median")
+    print(
+        f"{inc.label}: {a.reps} reps after one warm-up; seconds, median (min-max); "
+        "ratio to bare of the same rep, median"
+    )
     for name in names:
         xs = times[name]
-        print(f"  {name:24s} {statistics.median(xs):.3f} ({min(xs):.3f}-{max(xs):.3f})"
-              f"  {statistics.median(ratios[name]):.2f}x")
+        print(
+            f"  {name:24s} {statistics.median(xs):.3f} ({min(xs):.3f}-{max(xs):.3f})"
+            f"  {statistics.median(ratios[name]):.2f}x"
+        )
         per = [statistics.median(s[i] for s in steps[name][1:]) for i in range(len(steps[name][0]))]
         print("    per statement (the commit last): " + ", ".join(f"{x:.3f}" for x in per))
+
+
+# ------------------------------------------------------------------------------------- Spark
+
+
+def spark_formulations(t: str, s: str) -> dict[str, list[str]]:
+    """The Spark formulations (module docstring, SPARK): target t, source s."""
+    cols = ", ".join(data.COLUMNS)
+    values = ", ".join(f"s.{c}" for c in data.COLUMNS)
+    set_all = ", ".join(f"{c} = s.{c}" for c in NON_KEY)
+    differs = " or ".join(f"not (t.{c} <=> s.{c})" for c in NON_KEY)
+    merge = f"merge into {t} as t using {s} as s on t.{KEY} = s.{KEY} when matched"
+    insert = f" when not matched then insert ({cols}) values ({values})"
+    plain = f"{merge} then update set {set_all}{insert}"
+    skip = f"{merge} and ({differs}) then update set {set_all}{insert}"
+    check = f"select count(*), count(distinct {KEY}), count_if({KEY} is null) from {s}"
+    actions = (
+        f"count_if(t.{KEY} is null) as inserted, "
+        f"count_if(t.{KEY} is not null and ({differs})) as updated, "
+        f"count_if(t.{KEY} is not null and not ({differs})) as unchanged"
+    )
+    classify = f"select {actions} from {s} as s left join {t} as t on t.{KEY} = s.{KEY}"
+    both = (
+        f"select count(*), count(distinct s.{KEY}), count_if(s.{KEY} is null), {actions} "
+        f"from {s} as s left join {t} as t on t.{KEY} = s.{KEY}"
+    )
+    changed_rows = (
+        f"(select s.* from {s} as s left join {t} as t on t.{KEY} = s.{KEY}"
+        f" where t.{KEY} is null or ({differs}))"
+    )
+    filtered = (
+        f"merge into {t} as t using {changed_rows} as s on t.{KEY} = s.{KEY} when matched then "
+        f"update set {set_all}{insert}"
+    )
+    cached = [
+        f"create or replace temporary view floor_changed as {changed_rows[1:-1]}",
+        "cache table floor_changed",
+        filtered.replace(changed_rows, "floor_changed"),
+        "uncache table floor_changed",
+        "drop view floor_changed",
+    ]
+    return {
+        "MERGE": [plain],
+        "MERGE skip-unchanged": [skip],
+        "MERGE of the changed rows": [filtered],
+        "MERGE of the changed rows (cached)": cached,
+        "source check": [check],
+        "classify": [classify],
+        "check+classify": [both],
+        "separate passes": [check, classify, skip],
+        "one pass + MERGE": [both, skip],
+    }
+
+
+def spark_main(a) -> None:
+    import os
+
+    from .engines import bench_cluster, open_engine
+    from .project import THRIFT_PORT_ENV, write_project
+
+    target = a.target or 2_000_000
+    rows = target if a.shape in ("snapshot", "changed") else a.rows or target // 10
+    inc = data.Increment(target, rows, shape=a.shape)
+    folder = Path(tempfile.mkdtemp(prefix="dbt_merge_floor_spark_"))
+    project = folder / f"project_{a.engine}"
+    if a.engine == "spark":
+        os.environ["SPARK_STATE_DIR"] = str(folder / "spark_state")
+        (folder / "spark_state").mkdir()
+        write_project(project, "spark")
+        _spark_floor(a, inc, project, open_engine("spark", folder / "x.duckdb", project))
+        return
+    with bench_cluster(log=lambda m: print(m, flush=True)) as (cluster, _):
+        os.environ[THRIFT_PORT_ENV] = str(cluster.thrift_port)
+        write_project(project, a.engine)
+        engine = open_engine(a.engine, folder / "x.duckdb", project, cluster)
+        _spark_floor(a, inc, project, engine)
+
+
+def _spark_floor(a, inc, project: Path, engine) -> None:
+    from .engines import prepare
+    from .project import MOR_PROPERTIES, DbtProject
+
+    props = MOR_PROPERTIES if a.mor else None
+    pristine = prepare(engine, inc)
+    t, s = engine.target_ref("floor_target"), engine.source_ref()
+    forms = spark_formulations(t, s)
+    names = [n for n in forms if not a.only or n in a.only.split(",")]
+    if "MERGE" not in names:
+        names.insert(0, "MERGE")
+    timed: dict[str, list[float]] = {n: [] for n in names}
+    steps: dict[str, list[list[float]]] = {n: [] for n in names}
+    extra: dict[str, list[float]] = {}
+    df_run = a.dataframe and engine.name == "spark"
+    dbt = None
+    if df_run:
+        from dbt_merge.spark.api import merge_dataframe
+
+        dbt = DbtProject(project, "spark")
+        dbt.deps()
+        df = engine.spark.table(s)
+        extra = {
+            n: []
+            for n in (
+                "merge_dataframe",
+                "MERGE INTO from the DataFrame",
+                "dbt model (whole run)",
+                "dbt model (execute phase)",
+            )
+        }
+    for rep in range(a.reps + 1):
+        order = names if rep % 2 == 0 else names[::-1]
+        for name in order:
+            engine.restore("floor_target", pristine, props)
+            per = []
+            start = time.perf_counter()
+            for sql in forms[name]:
+                t0 = time.perf_counter()
+                engine.query(sql) if sql.startswith("select") else engine.execute(sql)
+                per.append(time.perf_counter() - t0)
+            if rep:
+                timed[name].append(time.perf_counter() - start)
+                steps[name].append(per)
+        if df_run:
+            engine.restore("floor_df", pristine, props)
+            t0 = time.perf_counter()
+            result = merge_dataframe(df, engine.target_ref("floor_df"), "id")
+            secs = {"merge_dataframe": time.perf_counter() - t0}
+            engine.restore("floor_df", pristine, props)
+            df.createOrReplaceTempView("floor_df_source")
+            t0 = time.perf_counter()
+            engine.execute(
+                spark_formulations(engine.target_ref("floor_df"), "floor_df_source")["MERGE"][0]
+            )
+            secs["MERGE INTO from the DataFrame"] = time.perf_counter() - t0
+            engine.spark.catalog.dropTempView("floor_df_source")
+            model = "ours_upsert_mor" if a.mor else "ours_upsert"
+            engine.restore(model, pristine, props)
+            t0 = time.perf_counter()
+            run = dbt.run(model)
+            if run.error:
+                raise SystemExit(f"{model}: {run.error}")
+            secs["dbt model (whole run)"] = time.perf_counter() - t0
+            secs["dbt model (execute phase)"] = run.seconds
+            if rep:
+                for k, v in secs.items():
+                    extra[k].append(v)
+            elif rep == 0:
+                print(f"merge_dataframe: {result}; dbt: {run.message}")
+    print(
+        f"Spark ({engine.name}) {inc.label}"
+        + (", merge-on-read" if a.mor else "")
+        + f": {a.reps} reps after one warm-up; seconds, median (min-max); ratio to MERGE of "
+        "the same rep, median"
+    )
+    for name in names:
+        xs = timed[name]
+        ratio = statistics.median(x / m for x, m in zip(xs, timed["MERGE"], strict=True))
+        print(
+            f"  {name:34s} {statistics.median(xs):.3f} ({min(xs):.3f}-{max(xs):.3f})  {ratio:.2f}x"
+        )
+        if len(forms[name]) > 1:
+            per = [statistics.median(p[i] for p in steps[name]) for i in range(len(forms[name]))]
+            print("    per statement: " + ", ".join(f"{x:.3f}" for x in per))
+    for name, xs in extra.items():
+        ratio = statistics.median(x / m for x, m in zip(xs, timed["MERGE"], strict=True))
+        print(
+            f"  {name:34s} {statistics.median(xs):.3f} ({min(xs):.3f}-{max(xs):.3f})  {ratio:.2f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -20,8 +20,8 @@ executor JVMs' peaks), read as /proc VmHWM after resetting it.
     python -m benchmarks.merge_bench --profile --quick       # see benchmarks/profile.py
 
 Workloads (WORKLOADS below; BENCHMARKS.md describes each): increments, increments_mor, rewrite,
-rewrite_mor, unchanged, duplicates, small, snapshot, conditional, cdc, first_load, full_refresh,
-scaling.
+rewrite_mor, unchanged, duplicates, small, snapshot, snapshot_mor, conditional, cdc, first_load,
+full_refresh, scaling (snapshot_mor, increments_mor and rewrite_mor: Spark only).
 """
 
 from __future__ import annotations
@@ -69,7 +69,10 @@ WORKLOADS = {
     "unchanged": "upsert, 10% of the increment identical to the target",
     "duplicates": "deduplicate, +5% rows repeating keys",
     "small": "DuckDB: 10k and 100k increments into 10M, every strategy",
-    "snapshot": "DuckDB: the whole table again, 1% changed, 0.1% new, 0.1% gone",
+    "snapshot": "the whole table again, 1% changed, 0.1% new, 0.1% gone (Spark: upsert and "
+    "full_merge against dbt-spark's merge and the hand-written MERGE INTO, plain and skipping "
+    "unchanged rows)",
+    "snapshot_mor": "Spark: the snapshot workload on merge-on-read Iceberg tables",
     "conditional": "upsert with merge_update_condition, 30% of the matched rows late",
     "cdc": "upsert with delete_condition, an op column with 'D' rows",
     "first_load": "DuckDB: the first run of 5M rows against dbt's table materialization",
@@ -176,6 +179,18 @@ def plan(engine: str, scale: int) -> list[Step]:
             Job("full_merge", "ours", "ours_full_merge_mor"),
             *sql_jobs(engine, "full_merge", ["INSERT OVERWRITE"]),
         ]
+        snapshot = data.Increment(big, big, shape="snapshot")
+
+        def snapshot_jobs(mor: str) -> list[Job]:
+            # issue 22's load: a full_merge of it deletes the 0.1% gone, under the guard
+            return [
+                Job("upsert", "ours", f"ours_upsert{mor}"),
+                Job("full_merge", "ours", f"ours_full_merge_guarded{mor}"),
+                *sql_jobs(engine, "upsert", ["MERGE INTO", "MERGE INTO(skip unchanged)"]),
+                *sql_jobs(engine, "full_merge", ["MERGE INTO"]),
+                Job("upsert", "dbt", f"dbt_merge{mor}"),
+            ]
+
         return [
             Step("increments", data.Increment(big, inc), jobs_for(engine, all5, options=True)),
             Step(
@@ -206,6 +221,8 @@ def plan(engine: str, scale: int) -> list[Step]:
                 [*mor_full_merge, Job("full_merge", "dbt", "dbt_merge_mor")],
                 mor=True,
             ),
+            Step("snapshot", snapshot, snapshot_jobs("")),
+            Step("snapshot_mor", snapshot, snapshot_jobs("_mor"), mor=True),
             Step(
                 "duplicates",
                 data.Increment(big, inc, duplicates=0.05),

@@ -18,11 +18,15 @@ statement runs.
    ran (count and summed duration, from the driver's REST API `/api/v1/applications/<id>/jobs`,
    the Spark UI being on for the profile), next to dbt-spark's built-in `merge` and the
    hand-written MERGE INTO and INSERT OVERWRITE (run statement by statement on the engine's own
-   connection); --only picks methods by words of their names.
+   connection); --only picks methods by words of their names; --shape picks the source's shape
+   (benchmarks/data.py: `snapshot` is the whole table again, 1% changed, 0.1% new, 0.1% gone;
+   its size is the target's) and --mor makes every target a merge-on-read Iceberg table.
 
     python -m benchmarks.profile [--quick | --scale N] [--reps N] [--out DIR]
     python -m benchmarks.profile --engine spark --scale 10 --out /tmp/profile_spark
     python -m benchmarks.profile --engine spark --size 10000000:20000 --only upsert,dbt_merge
+    python -m benchmarks.profile --engine spark --shape snapshot --mor --scale 10
+    python -m benchmarks.profile --engine spark --shape snapshot --package-dir /tmp/main_export
     bash scripts/bench.sh --profile --quick            # the same, through the benchmark
     bash scripts/bench.sh --profile --engine spark_thrift --scale 10
 """
@@ -45,7 +49,7 @@ from pathlib import Path
 from . import data
 from .baselines import formulations
 from .engines import open_engine, prepare
-from .project import THRIFT_PORT_ENV, DbtProject, write_project
+from .project import MOR_PROPERTIES, REPO, THRIFT_PORT_ENV, DbtProject, write_project
 
 TRIVIAL = {
     "select 1": "select 1",
@@ -275,9 +279,14 @@ def main(
     only: list[str] | None = None,
     engine: str = "duckdb",
     spark_size: tuple[int, int] = (2_000_000, 200_000),
+    spark_shape: str = "increment",
+    spark_mor: bool = False,
+    package: Path | None = None,
 ) -> int:
     if engine != "duckdb":
-        return spark_main(engine, scale, out, reps, spark_size, only)
+        return spark_main(
+            engine, scale, out, reps, spark_size, only, spark_shape, spark_mor, package
+        )
     workdir = Path(tempfile.mkdtemp(prefix="merge_profile_"))
     try:
         project_dir = workdir / "project_duckdb"
@@ -315,6 +324,7 @@ def main(
 SPARK_MODELS = ("ours_upsert", "ours_full_merge", "dbt_merge")
 SPARK_SQL = (
     ("upsert", "MERGE INTO"),
+    ("upsert", "MERGE INTO(skip unchanged)"),
     ("full_merge", "MERGE INTO"),
     ("full_merge", "INSERT OVERWRITE"),
 )
@@ -380,12 +390,14 @@ def _assign(windows: list[tuple[str, float, float, float]], jobs) -> tuple[list,
     return [tuple(r) for r in rows], outside
 
 
-def spark_model(dbt: DbtProject, engine, jobs: SparkJobs, pristine: str, model: str, reps: int):
+def spark_model(
+    dbt: DbtProject, engine, jobs: SparkJobs, pristine: str, model: str, reps: int, props=None
+):
     """Per rep: (statements with their jobs, jobs outside statements, execute-phase seconds,
-    message) of one run of `model`."""
+    message) of one run of `model` (its table restored with the table properties `props`)."""
     runs = []
     for rep in range(reps + 1):  # rep 0: untimed warm-up
-        engine.restore(model, pristine)
+        engine.restore(model, pristine, props)
         events = Events()
         start = time.time()
         run = dbt.run(model, callbacks=[events])
@@ -397,15 +409,18 @@ def spark_model(dbt: DbtProject, engine, jobs: SparkJobs, pristine: str, model: 
     return runs
 
 
-def spark_sql(engine, jobs: SparkJobs, pristine: str, effect: str, name: str, reps: int):
+def spark_sql(
+    engine, jobs: SparkJobs, pristine: str, effect: str, name: str, reps: int, props=None
+):
     """The same for a hand-written formulation, its statements timed on the engine's own
     connection (the execute phase: their sum)."""
     runs = []
+    table = "sql_target_mor" if props else "sql_target"
     for rep in range(reps + 1):
-        engine.restore("sql_target", pristine)
-        statements = formulations(
-            "spark", effect, engine.target_ref("sql_target"), engine.source_ref()
-        )[name]
+        engine.restore(table, pristine, props)
+        statements = formulations("spark", effect, engine.target_ref(table), engine.source_ref())[
+            name
+        ]
         start = time.time()
         windows = []
         for sql in statements:
@@ -439,14 +454,18 @@ def _spark_medians(runs):
     return rows, total
 
 
-def spark_markdown(engine: str, scale: int, reps: int, inc, profiled: dict) -> str:
+def spark_markdown(
+    engine: str, scale: int, reps: int, inc, profiled: dict, mor: bool = False
+) -> str:
     where = {
         "spark": "dbt-spark's session method, local[2] in this process",
         "spark_thrift": "dbt-spark's thrift method, a Thrift server on a standalone cluster "
         "(driver JVM + 2 executor JVMs of 1 core)",
     }[engine]
     out = [
-        f"Profile on Spark ({where}), {inc.label} (sizes divided by {scale}), median of {reps} "
+        f"Profile on Spark ({where}), {inc.label} (sizes divided by {scale})"
+        + (", merge-on-read Iceberg targets" if mor else "")
+        + f", median of {reps} "
         "run(s) after one untimed run; load average at the end "
         + "/".join(f"{x:.1f}" for x in os.getloadavg())
         + ".",
@@ -499,16 +518,21 @@ def spark_main(
     reps: int,
     size: tuple[int, int] = (2_000_000, 200_000),
     only: list[str] | None = None,
+    shape: str = "increment",
+    mor: bool = False,
+    package: Path | None = None,
 ) -> int:
     """The Spark profile (module docstring, part 3) on `engine_name`: spark or spark_thrift, at
-    `size` (target rows, increment rows; divided by `scale`), of the methods whose names hold
-    one of the words `only` (all without)."""
+    `size` (target rows, increment rows; divided by `scale`; a snapshot's rows are the
+    target's), of the methods whose names hold one of the words `only` (all without), into
+    merge-on-read tables if `mor`."""
     from .engines import bench_cluster
 
     workdir = Path(tempfile.mkdtemp(prefix="merge_profile_spark_"))
     try:
         project_dir = workdir / f"project_{engine_name}"
-        inc = data.Increment(size[0] // scale, size[1] // scale)
+        rows = size[0] if shape in ("snapshot", "changed") else size[1]
+        inc = data.Increment(size[0] // scale, rows // scale, shape=shape)
         if engine_name == "spark":
             os.environ["SPARK_STATE_DIR"] = str(workdir / "spark_state")
             (workdir / "spark_state").mkdir()
@@ -517,14 +541,14 @@ def spark_main(
                 "spark.ui.port": str(SESSION_UI_PORT),
                 "spark.ui.retainedJobs": "100000",
             }
-            write_project(project_dir, engine_name, spark_conf=ui)
-            text = _spark_profile(engine_name, project_dir, inc, scale, reps, only)
+            write_project(project_dir, engine_name, package=package or REPO, spark_conf=ui)
+            text = _spark_profile(engine_name, project_dir, inc, scale, reps, only, mor=mor)
         else:
             with bench_cluster(ui=True, log=_log) as (cluster, ui_port):
                 os.environ[THRIFT_PORT_ENV] = str(cluster.thrift_port)
-                write_project(project_dir, engine_name)
+                write_project(project_dir, engine_name, package=package or REPO)
                 text = _spark_profile(
-                    engine_name, project_dir, inc, scale, reps, only, cluster, ui_port
+                    engine_name, project_dir, inc, scale, reps, only, cluster, ui_port, mor
                 )
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -536,7 +560,7 @@ def _log(msg: str) -> None:
 
 
 def _spark_profile(
-    engine_name, project_dir, inc, scale, reps, only=None, cluster=None, ui_port=None
+    engine_name, project_dir, inc, scale, reps, only=None, cluster=None, ui_port=None, mor=False
 ) -> str:
     dbt = DbtProject(project_dir, engine_name)
     dbt.deps()
@@ -548,15 +572,17 @@ def _spark_profile(
     def chosen(method: str) -> bool:
         return not only or any(word in method for word in only)
 
+    props = MOR_PROPERTIES if mor else None
     for model in filter(chosen, SPARK_MODELS):
+        model += "_mor" if mor else ""
         _log(f"profiling {model}, {inc.label}")
-        profiled[model] = spark_model(dbt, engine, jobs, pristine, model, reps)
+        profiled[model] = spark_model(dbt, engine, jobs, pristine, model, reps, props)
     for effect, name in SPARK_SQL:
         method = f"hand-written {effect}: {name}"
         if chosen(method):
             _log(f"profiling {method}, {inc.label}")
-            profiled[method] = spark_sql(engine, jobs, pristine, effect, name, reps)
-    return spark_markdown(engine_name, scale, reps, inc, profiled)
+            profiled[method] = spark_sql(engine, jobs, pristine, effect, name, reps, props)
+    return spark_markdown(engine_name, scale, reps, inc, profiled, mor)
 
 
 if __name__ == "__main__":
@@ -578,6 +604,20 @@ if __name__ == "__main__":
         default="2000000:200000",
         help="Spark: TARGET:INCREMENT rows before --scale (default 2000000:200000)",
     )
+    parser.add_argument(
+        "--shape",
+        choices=["increment", "snapshot", "changed"],
+        default="increment",
+        help="Spark: the source's shape (benchmarks/data.py); snapshot and changed have the "
+        "target's rows",
+    )
+    parser.add_argument("--mor", action="store_true", help="Spark: merge-on-read Iceberg targets")
+    parser.add_argument(
+        "--package-dir",
+        type=Path,
+        help="Spark: the dbt_merge package to profile (default: this checkout), e.g. a "
+        "`git archive` of main for the job counts before a change",
+    )
     args = parser.parse_args()
     only = args.only.split(",") if args.only else None
     scale = args.scale or (10 if args.quick else 1)
@@ -590,5 +630,8 @@ if __name__ == "__main__":
             only=only,
             engine=args.engine,
             spark_size=(target, increment),
+            spark_shape=args.shape,
+            spark_mor=args.mor,
+            package=args.package_dir.resolve() if args.package_dir else None,
         )
     )

@@ -179,7 +179,8 @@ def models(engine: str) -> dict[str, dict]:
     if family(engine) == "spark":
         # full_merge as one MERGE INTO whatever the counts, and models of merge-on-read tables
         out["ours_full_merge_merge"] = out["ours_full_merge"] | {"full_merge_write": "merge"}
-        for model in ("ours_upsert", "ours_full_merge", "dbt_merge"):
+        # every strategy's model on merge-on-read tables (benchmarks.compare --mor)
+        for model in [f"ours_{s}" for s in STRATEGIES] + ["ours_full_merge_guarded", "dbt_merge"]:
             out[f"{model}_mor"] = out[model] | {"tblproperties": MOR_PROPERTIES}
     if engine == "duckdb":
         merge = out["dbt_merge"]

@@ -4,6 +4,8 @@
   {% do dbt_merge._check_conversions(plan) %}
   {% do dbt_merge.measure_source(plan) %}
   {% set row = dbt_merge.run_sql(dbt_merge.source_check_sql(plan), 'dbt_merge_check').rows[0] %}
+  {#- the rows of the staged SELECT (cached: the counts read the same rows), for the counts -#}
+  {% do plan.update({'source_rows': none if plan.actions.dedupe else row[plan.key_columns | length + 1] | int}) %}
   {% for key in plan.key_columns %}
     {% set nulls = row[loop.index0] | int %}
     {% if nulls > 0 %}

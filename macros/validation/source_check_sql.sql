@@ -2,7 +2,8 @@
   One query that answers every row-level check at once: NULLs per key column, and whether any
   key breaks uniqueness. Columns: null_rows_1..n, then
   - without deduplicate: extra_rows, the rows beyond the first of each key: one count(distinct)
-    over the staged SELECT. Only when it is not 0 does the caller ask again with detail=true,
+    over the staged SELECT, and source_rows, its rows (check_source_rows keeps it in
+    plan.source_rows for the counts: Spark's count then needs no scan of its own, 2 jobs). Only when it is not 0 does the caller ask again with detail=true,
     for the grouped form: bad_keys (how many keys repeat) and bad_example (one of them). A
     grouped scan costs about twice the count(distinct) (DuckDB, 1M rows: 0.17 s against 0.09 s).
   - with deduplicate: bad_keys, bad_example and tied_keys (keys whose first rows are identical
@@ -42,7 +43,8 @@
     coalesce(sum(case when {{ dbt_merge.quote_identifier(key) }} is null then 1 else 0 end), 0) as null_rows_{{ loop.index }},
     {%- endfor %}
     count(case when {{ present }} then 1 end)
-      - {{ dbt_merge._distinct_keys_sql(plan, present) }} as extra_rows
+      - {{ dbt_merge._distinct_keys_sql(plan, present) }} as extra_rows,
+    count(*) as source_rows
   from {{ plan.stage }}
   {%- else -%}
   with grouped as (

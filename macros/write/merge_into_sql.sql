@@ -33,9 +33,15 @@
     Clauses with nothing to do are left out. When rows are updated or deleted by
     delete_condition, the matched rows left as they are (unchanged, held back) are left out of
     the source, so that files holding only such rows are not rewritten; not for full_merge,
-    where a target row must be matched to be kept: there the update clause carries the change
-    (and merge_update_condition) test itself. Target rows with a NULL key or outside
-    incremental_predicates are never deleted.
+    where a target row must be matched to be kept, nor on a merge-on-read Iceberg table
+    (plan.merge_on_read), where a MERGE rewrites no data file and writes delete files only for
+    the rows it updates or deletes: there the update clause carries the change (and
+    merge_update_condition) test itself, and the MERGE's source is the staged SELECT, not a
+    second join of it with the target (issue 22, a 200k-row snapshot with 1% changed into a
+    merge-on-read table, local[2]: the MERGE ran 5 Spark jobs instead of 8; raw Spark SQL, same
+    data, loaded machine: the MERGE skipping unchanged rows in its WHEN MATCHED clause took
+    0.46x the plain MERGE, a MERGE from the changed rows only, found by a join, 0.55x).
+    Target rows with a NULL key or outside incremental_predicates are never deleted.
     Every MERGE has a WHEN MATCHED clause: Spark plans one without as an append, which Iceberg
     commits without checking for other writers' commits (a key committed meanwhile would be in the
     table twice). When the plan only inserts, the source is then the rows counted new (when some
@@ -49,7 +55,8 @@
   {%- set columns = dbt_merge._written_columns(plan) -%}
   {%- set kept = counts.unchanged + (counts.held_back or 0) -%}
   {%- set inserts_only = counts.updated + counts.condition_deletes + counts.unmatched == 0 -%}
-  {%- set filtered = kept > 0 and (inserts_only or (counts.updated + counts.condition_deletes > 0 and not full)) -%}
+  {%- set filtered = kept > 0 and (inserts_only or (counts.updated + counts.condition_deletes > 0
+                                                    and not full and not plan.get('merge_on_read'))) -%}
   {%- set del = dbt_merge._delete_flag(plan) if plan.delete_condition else none -%}
   {%- set rows = dbt_merge._source_rows_sql(plan, 'changed' if filtered else none,
                                            keep_deleted=plan.delete_condition or plan.update_condition) -%}

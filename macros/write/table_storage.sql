@@ -10,6 +10,8 @@
     partitioned   whether the table has partitions, by columns or by transforms
     write         'merge' (MERGE INTO), 'overwrite' (INSERT OVERWRITE of the affected partitions)
                   or none (neither is supported)
+    merge_on_read an Iceberg table whose MERGE writes delete files (table property
+                  write.merge.mode=merge-on-read) instead of rewriting the data files it touches
 -#}
 {% macro table_storage(relation) %}
   {{ return(adapter.dispatch('table_storage', 'dbt_merge')(relation)) }}
@@ -69,6 +71,10 @@
   {% set format = state.format %}
   {% set write = 'merge' if provider in ['iceberg', 'delta', 'hudi']
                  else ('overwrite' if format in ['parquet', 'orc'] else none) %}
+  {#- Iceberg lists its properties as '[k=v,k=v]' -#}
+  {% set properties = meta.get('Table Properties', '') | replace(' ', '') %}
+  {% set merge_on_read = provider == 'iceberg' and ('write.merge.mode=merge-on-read' in properties) %}
   {{ return({'provider': provider, 'format': format, 'columns': columns, 'partition_by': partition_by,
-             'partitioned': partition_by | length > 0 or state.transforms > 0, 'write': write}) }}
+             'partitioned': partition_by | length > 0 or state.transforms > 0, 'write': write,
+             'merge_on_read': merge_on_read}) }}
 {% endmacro %}
