@@ -22,7 +22,7 @@
       rewrites all of it: the MERGE stays the write whose cost follows the slice.
   A partitioned table is always written by MERGE INTO, also with full_merge_write='overwrite': its
   overwrite would need static partition overwrite mode, a session setting, which on dbt-spark's
-  session method reaches every dbt thread's statements (set_session_conf, replace_target). So is
+  session method reaches every dbt thread's statements (keep_session_conf, replace_target). So is
   a merge that leaves the table empty: in dynamic mode an INSERT OVERWRITE of no rows replaces no
   partition, and an unpartitioned Iceberg table keeps every row (seen, differential case cful0159).
 -#}

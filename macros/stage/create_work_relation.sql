@@ -32,7 +32,7 @@
       would each see other rows, and the lazy cache (looked up by plan) would never be hit.
       Storing the analyzed plan pins the seeds, so every read sees the same rows. The setting is
       the session's and is left set: another dbt thread sharing the session (method: session)
-      resetting it between this `set` and the view would unpin this view (set_session_conf). -#}
+      resetting it between this `set` and the view would unpin this view (keep_session_conf). -#}
   {% do dbt_merge.keep_session_conf({'spark.sql.legacy.storeAnalyzedPlanForView': 'true'}) %}
   {% do dbt_merge.run_statement('create or replace temporary view ' ~ relation ~ ' as ' ~ select_sql) %}
   {% if materialize %}

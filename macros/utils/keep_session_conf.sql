@@ -1,7 +1,6 @@
 {#-
-  Set Spark session settings ({key: value}) for the statements that follow, and return what they
-  were, to put back afterwards with restore_session_conf (a value of none resets the key to the
-  session's default).
+  Set Spark session settings ({key: value}) for the statements that follow, and leave them so
+  (a value of none resets the key to the session's default). Nothing is put back, and why:
 
   A session setting is the session's, not the statement's: on dbt-spark's session method every
   dbt thread shares one SparkSession (so do all connections of a Thrift server with
@@ -14,30 +13,6 @@
   set in the session after the run, as dbt-spark's insert_overwrite strategy leaves dynamic
   partition overwrite set.
 -#}
-{% macro set_session_conf(settings) %}
-  {{ return(adapter.dispatch('set_session_conf', 'dbt_merge')(settings)) }}
-{% endmacro %}
-
-{% macro default__set_session_conf(settings) %}
-  {{ dbt_merge.raise_merge_error("no session settings for adapter '" ~ adapter.type() ~ "'.") }}
-{% endmacro %}
-
-{% macro spark__set_session_conf(settings) %}
-  {% set previous = {} %}
-  {% for key in settings %}
-    {% set current = dbt_merge.run_sql('set ' ~ key, 'dbt_merge_conf').rows[0][1] %}
-    {% do previous.update({key: none if current == '<undefined>' else current}) %}
-  {% endfor %}
-  {% do dbt_merge.keep_session_conf(settings) %}
-  {{ return(previous) }}
-{% endmacro %}
-
-{#- Put back the settings set_session_conf returned. -#}
-{% macro restore_session_conf(previous) %}
-  {% do dbt_merge.keep_session_conf(previous) %}
-{% endmacro %}
-
-{#- Set session settings and leave them so (see above); none resets a key. -#}
 {% macro keep_session_conf(settings) %}
   {% for key, value in settings.items() %}
     {% if value is none %}

@@ -69,7 +69,7 @@
   {% if storage.partition_by %}
     {#- Datasource tables overwrite every partition unless the mode is dynamic; Hive tables
         refuse dynamic partitions in strict mode when Spark does not convert the write. -#}
-    {#- left set, never put back: set_session_conf -#}
+    {#- left set, never put back: keep_session_conf -#}
     {% do dbt_merge.keep_session_conf({'spark.sql.sources.partitionOverwriteMode': 'dynamic',
                                        'hive.exec.dynamic.partition.mode': 'nonstrict'}) %}
     {% do dbt_merge.run_statement('insert overwrite table ' ~ target ~ ' partition ('

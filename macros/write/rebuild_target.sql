@@ -18,7 +18,7 @@
    its default, parquet: the CREATE names the session's default data source itself
    (spark.sql.sources.default, parquet unless set otherwise), read, never set. (A session setting such as
    spark.sql.legacy.createHiveTableByDefault=false, set and put back around the CREATE, reaches
-   the CREATEs other dbt threads run in the same session at that moment, see set_session_conf.)
+   the CREATEs other dbt threads run in the same session at that moment, see keep_session_conf.)
    A partitioned Hive table needs dynamic partitions, which Hive refuses in its default strict
    mode: that setting is left set (keep_session_conf), for the same reason. #}
 {% macro spark__rebuild_target(plan, existing) %}

@@ -19,7 +19,7 @@
    overwrite_partitions). Only unpartitioned tables: a partitioned one would need static
    partition overwrite mode (in dynamic mode it keeps the partitions the merged rows leave
    empty), a session setting that on a session shared by dbt threads could reach another merge's
-   dynamic overwrite of a parquet table (set_session_conf); choose_full_merge_write writes a
+   dynamic overwrite of a parquet table (keep_session_conf); choose_full_merge_write writes a
    partitioned table by MERGE INTO.
    Unlike MERGE INTO, Iceberg's SQL INSERT OVERWRITE does not check for commits made since the
    snapshot it read: another writer's commit in between would be silently replaced. So the rows
