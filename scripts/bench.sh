@@ -10,6 +10,9 @@
 #   bash scripts/bench.sh --profile --quick    # dbt's cost per statement, our upsert's statements
 #   bash scripts/bench.sh --profile --engine spark --scale 10   # Spark jobs per statement
 #   bash scripts/bench.sh --engine parquet --quick
+# With --engine spark (or all, and no --workloads/--profile/...), also merge_dataframe next to a
+# hand-written MERGE INTO from the same DataFrame and the dbt model of the same merge
+# (benchmarks/floor.py --dataframe, a 200k-row increment into a 2M-row Iceberg table).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck disable=SC1091
@@ -31,6 +34,13 @@ merge_only=0
 for a in ${args[@]+"${args[@]}"}; do
   case "$a" in --profile|--workloads*|--scale*|--strategies*|--package-dir*) merge_only=1 ;; esac
 done
+if { [ "$engine" = spark ] || [ "$engine" = all ]; } && [ "$merge_only" = 0 ]; then
+  size=(--reps 3)
+  for a in ${args[@]+"${args[@]}"}; do
+    [ "$a" = --quick ] && size=(--reps 1 --target 200000 --rows 20000)
+  done
+  python -m benchmarks.floor --engine spark --only MERGE --dataframe "${size[@]}"
+fi
 if [ "$engine" = parquet ] || { [ "$engine" = all ] && [ "$merge_only" = 0 ]; }; then
   python -m benchmarks.parquet_bench ${args[@]+"${args[@]}"}
 fi
