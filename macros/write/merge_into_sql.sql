@@ -30,17 +30,16 @@
 
 {#- MERGE INTO the target straight from the staged source, for plans that write source rows as they
     are (plan.writes_source_rows), with the narrow changes (classify_matched_keys_sql) counted.
-    Clauses with nothing to do are left out. When rows are updated or deleted by
-    delete_condition, the matched rows left as they are (unchanged, held back) are left out of
-    the source, so that files holding only such rows are not rewritten; not for full_merge,
-    where a target row must be matched to be kept, nor on a merge-on-read Iceberg table
-    (plan.merge_on_read), where a MERGE rewrites no data file and writes delete files only for
-    the rows it updates or deletes: there the update clause carries the change (and
-    merge_update_condition) test itself, and the MERGE's source is the staged SELECT, not a
-    second join of it with the target (issue 22, a 200k-row snapshot with 1% changed into a
-    merge-on-read table, local[2]: the MERGE ran 5 Spark jobs instead of 8; raw Spark SQL, same
-    data, loaded machine: the MERGE skipping unchanged rows in its WHEN MATCHED clause took
-    0.46x the plain MERGE, a MERGE from the changed rows only, found by a join, 0.55x).
+    Clauses with nothing to do are left out. The MERGE's source is the staged SELECT, and the
+    update clause carries the change (and merge_update_condition) test itself: matched rows left
+    as they are reach the MERGE but are not written. Filtering them out of the source first (a
+    second join of the SELECT with the target) was measured slower on Iceberg tables of both kinds
+    (issue 22, idle machine, local[2], a 2M-row snapshot with 1% changed, paired runs of
+    benchmarks.compare: copy-on-write upsert 17.4 s filtered, 14.1 s not; merge-on-read 15.8 s,
+    14.5 s; a merge-on-read MERGE ran 5 Spark jobs instead of 8 at 200k rows): a
+    copy-on-write MERGE evaluates its source twice (once to find the files to rewrite), and
+    changes spread over the keys touch every file anyway. What filtering would save is a
+    copy-on-write table whose changed rows sit in few files; see docs/spark.md.
     Target rows with a NULL key or outside incremental_predicates are never deleted.
     Every MERGE has a WHEN MATCHED clause: Spark plans one without as an append, which Iceberg
     commits without checking for other writers' commits (a key committed meanwhile would be in the
@@ -55,8 +54,7 @@
   {%- set columns = dbt_merge._written_columns(plan) -%}
   {%- set kept = counts.unchanged + (counts.held_back or 0) -%}
   {%- set inserts_only = counts.updated + counts.condition_deletes + counts.unmatched == 0 -%}
-  {%- set filtered = kept > 0 and (inserts_only or (counts.updated + counts.condition_deletes > 0
-                                                    and not full and not plan.get('merge_on_read'))) -%}
+  {%- set filtered = kept > 0 and inserts_only -%}
   {%- set del = dbt_merge._delete_flag(plan) if plan.delete_condition else none -%}
   {%- set rows = dbt_merge._source_rows_sql(plan, 'changed' if filtered else none,
                                            keep_deleted=plan.delete_condition or plan.update_condition) -%}
