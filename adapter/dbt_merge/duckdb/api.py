@@ -13,7 +13,7 @@ import hashlib
 import uuid
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -22,6 +22,9 @@ from dbt_merge.errors import MergeError
 from dbt_merge.options import MergeOptions, merge_config
 from dbt_merge.render import MacroContext, source_wording
 from dbt_merge.result import MergeResult
+
+if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated
+    from typing import Unpack
 
 #: The options that shape a Spark table the call would create: a DuckDB table has none of them.
 REFUSED = {

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -42,6 +42,9 @@ from dbt_merge.parquet.errors import ParquetMergeError
 from dbt_merge.parquet.sql import DST, SRC, Column
 from dbt_merge.render import MacroContext
 from dbt_merge.result import MergeResult
+
+if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated
+    from typing import Unpack
 
 GLOB_CHARACTERS = "*?[{"
 STAT_NAMES = ("inserted", "updated", "deleted", "unchanged", "total")
@@ -250,9 +253,7 @@ def run_merge(
         con = getattr(con, "_cursor", con)  # dbt-duckdb wraps its cursor
         session = _Session(con, tx.id)
         context = _dbt_context(session, root, history, bool(config.get("merge_history_table")))
-        macros = MacroContext(
-            config, session.query, fail, context=context, error=ParquetMergeError
-        )
+        macros = MacroContext(config, session.query, fail, context=context, error=ParquetMergeError)
         try:
             cfg = macros.validate_merge_config()
             merge = _Merge(session, macros, cfg, tx, root, settings, fail, full_refresh, durable)

@@ -14,13 +14,16 @@ import hashlib
 import uuid
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any
 
 from dbt_merge.errors import MergeError
 from dbt_merge.options import MergeOptions, merge_config
 from dbt_merge.render import MacroContext, source_wording
 from dbt_merge.result import MergeResult
 from dbt_merge.spark.session import Column, Relation, SparkRunner
+
+if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated
+    from typing import Unpack
 
 
 def merge_dataframe(
