@@ -106,7 +106,6 @@
     {% elif dbt_merge.choose_full_merge_write(plan, counts, storage) == 'overwrite' %}
       {% do dbt_merge.replace_target(plan, counts, storage) %}
     {% else %}
-      {% do plan.update({'merge_on_read': storage.merge_on_read}) %}
       {% do dbt_merge.run_statement(dbt_merge.merge_source_rows_sql(plan, counts) if plan.writes_source_rows
                               else dbt_merge.merge_into_sql(plan), 'dbt_merge_merge') %}
     {% endif %}

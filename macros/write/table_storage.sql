@@ -12,6 +12,8 @@
                   or none (neither is supported)
     merge_on_read an Iceberg table whose MERGE writes delete files (table property
                   write.merge.mode=merge-on-read) instead of rewriting the data files it touches
+                  (no write depends on it today: both kinds get the same MERGE; it is where a
+                  count read from a merge-on-read commit's summary would start, issue 22)
 -#}
 {% macro table_storage(relation) %}
   {{ return(adapter.dispatch('table_storage', 'dbt_merge')(relation)) }}
