@@ -138,6 +138,27 @@ def _macro_files(folder: str) -> dict[str, str]:
     return found
 
 
+@dataclass(frozen=True)
+class Column:
+    """A column as an adapter's get_columns_in_relation gives it: the name, the type as the
+    engine names it, and the name quoted as the engine quotes it (each front end's subclass)."""
+
+    name: str
+    dtype: str
+
+    @property
+    def column(self) -> str:
+        return self.name
+
+    @property
+    def data_type(self) -> str:
+        return self.dtype
+
+    @property
+    def quoted(self) -> str:
+        raise NotImplementedError
+
+
 @dataclass
 class Table:
     """What dbt's load_result(...).table offers the macros: rows, indexable."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dbt_merge import render
+
 
 def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
@@ -60,19 +62,8 @@ class Relation:
 
 
 @dataclass(frozen=True)
-class Column:
+class Column(render.Column):
     """A column as dbt-duckdb's get_columns_in_relation gives it (the type as DuckDB names it)."""
-
-    name: str
-    dtype: str
-
-    @property
-    def column(self) -> str:
-        return self.name
-
-    @property
-    def data_type(self) -> str:
-        return self.dtype
 
     @property
     def quoted(self) -> str:

@@ -18,6 +18,8 @@ import threading
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dbt_merge import render
+
 _SET = re.compile(r"^\s*set\s+([^\s=]+)\s*=", re.IGNORECASE)
 _RESET = re.compile(r"^\s*reset\s+(\S+)\s*$", re.IGNORECASE)
 _TEMP_VIEW = re.compile(r"^\s*create\s+or\s+replace\s+temporary\s+view\s+(\S+)", re.IGNORECASE)
@@ -56,19 +58,8 @@ class Relation:
 
 
 @dataclass(frozen=True)
-class Column:
+class Column(render.Column):
     """A column as dbt-spark's get_columns_in_relation gives it (the type as DESCRIBE says)."""
-
-    name: str
-    dtype: str
-
-    @property
-    def column(self) -> str:
-        return self.name
-
-    @property
-    def data_type(self) -> str:
-        return self.dtype
 
     @property
     def quoted(self) -> str:
