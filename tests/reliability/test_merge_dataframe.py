@@ -99,9 +99,13 @@ def call(spark, case: Case, mode: str):
     return result, None
 
 
-def check_call(engine, case: Case, mode: str, before, result, error):
-    """(what is wrong or None, the table afterwards)."""
-    expected = case.outcome(mode, before, "spark")
+def check_call(
+    engine, case: Case, mode: str, before, result, error, engine_name="spark",
+    wording=dataframe_wording,
+):
+    """(what is wrong or None, the table afterwards), for a call of a Python door on engine_name
+    (merge_table's slice uses it too), its messages read in that door's wording."""
+    expected = case.outcome(mode, before, engine_name)
     shape = expected.after if expected else case.columns_after(mode, before, error is None)
     after = read_table(engine, SCHEMA + case.schema_suffix, case.table, shape)
     mask = [case.random_column] if case.random_column else []
@@ -115,7 +119,7 @@ def check_call(engine, case: Case, mode: str, before, result, error):
             assert error is not None, f"expected error {kinds}, got {result}"
             prefix = f"dbt_merge: table '{SCHEMA + case.schema_suffix}.{case.table}': "
             assert error.startswith(prefix), error[:600]
-            assert any(dataframe_wording(ERROR_EXCERPTS[k]) in error for k in kinds), (
+            assert any(wording(ERROR_EXCERPTS[k]) in error for k in kinds), (
                 f"expected error {kinds}, got: {error[:600]}")
             assert_table(after, before, "a failed call changed the table", mask)
         elif expected:

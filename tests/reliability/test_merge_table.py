@@ -16,22 +16,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .cases import ERROR_EXCERPTS, Case
+from .cases import Case
 from .harness import DuckEngine, duck_quote
 from .test_differential import (
     SCHEMA,
     Failure,
     all_cases,
-    assert_table,
-    check_invariants,
     condition_cases,
     dry_run_cases,
     finish,
     only,
-    read_table,
     soft_delete_cases,
     time_zone_cases,
 )
+from .test_merge_dataframe import check_call as check_door_call
 
 TABLE_EVERY = 12  # of the DuckDB cases' units
 
@@ -106,36 +104,13 @@ def leftovers(con) -> list[str]:
 
 
 def check_call(engine, case: Case, mode: str, before, result, error):
-    """(what is wrong or None, the table afterwards)."""
-    expected = case.outcome(mode, before, "duckdb")
-    shape = expected.after if expected else case.columns_after(mode, before, error is None)
-    after = read_table(engine, SCHEMA + case.schema_suffix, case.table, shape)
-    mask = [case.random_column] if case.random_column else []
-    status = "success" if error is None else "error"
-    try:
-        assert not leftovers(engine.con), leftovers(engine.con)
-        if case.nondet:
-            stats = result.as_dict() if result else {}
-            check_invariants(case, mode, before, after, status, error or "", _Stats(stats))
-        if expected and expected.error:
-            kinds = expected.error.kinds
-            assert error is not None, f"expected error {kinds}, got {result}"
-            prefix = f"dbt_merge: table '{SCHEMA + case.schema_suffix}.{case.table}': "
-            assert error.startswith(prefix), error[:600]
-            assert any(table_wording(ERROR_EXCERPTS[k]) in error for k in kinds), (
-                f"expected error {kinds}, got: {error[:600]}")
-            assert_table(after, before, "a failed call changed the table", mask)
-        elif expected:
-            assert error is None, f"expected success, got: {error[:600]}"
-            got = {k: v for k, v in result.as_dict().items() if k in expected.stats.as_dict()}
-            assert got == expected.stats.as_dict(), f"stats {got} != reference {expected.stats}"
-            assert (result.held_back or 0) == expected.stats.held_back, (
-                f"held back {result.held_back} != reference {expected.stats.held_back}")
-            assert result.dry_run == case.dry_run, result
-            assert_table(after, expected.after, "rows differ from the reference", mask)
-    except AssertionError as e:
-        return str(e), after
-    return None, after
+    """(what is wrong or None, the table afterwards): merge_dataframe's checks, in merge_table's
+    wording, and nothing left behind on the connection."""
+    left = leftovers(engine.con)
+    problem, after = check_door_call(
+        engine, case, mode, before, result, error, "duckdb", table_wording
+    )
+    return problem or (f"left behind: {left}" if left else None), after
 
 
 def run_cases(engine: DuckEngine, cases: tuple[Case, ...]) -> list[Failure]:
