@@ -256,7 +256,27 @@ def spark_formulations(t: str, s: str) -> dict[str, list[str]]:
         "uncache table floor_changed",
         "drop view floor_changed",
     ]
+    # today's shape of our MERGE (issue 22): the SELECT staged as a lazily cached view that the
+    # source check fills, the MERGE skipping unchanged rows from it, its source rows passed
+    # through a scalar-subquery guard on the table's `main` reference (snapshot_guard_sql)
+    guard = (
+        f"case when (select count(*) from {t}.refs where name = 'main') = 1 "
+        "then true else raise_error('moved') end"
+    )
+    staged = [
+        f"create or replace temporary view floor_src as select * from {s}",
+        "cache lazy table floor_src",
+        check.replace(s, "floor_src"),
+    ]
+    unstage = ["uncache table floor_src", "drop view floor_src"]
+    skip_staged = skip.replace(f"using {s} as s", "using floor_src as s")
+    skip_guarded = skip.replace(
+        f"using {s} as s", f"using (select * from floor_src where {guard}) as s"
+    )
     return {
+        "check + MERGE skip-unchanged": [check, skip],
+        "staged check + MERGE skip": staged + [skip_staged] + unstage,
+        "staged check + guarded MERGE skip": staged + [skip_guarded] + unstage,
         "MERGE": [plain],
         "MERGE skip-unchanged": [skip],
         "MERGE of the changed rows": [filtered],
