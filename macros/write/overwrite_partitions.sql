@@ -38,7 +38,7 @@
     {#- the narrow changes are a view joining the source with the target (not materialized for
         MERGE INTO, which reads them at most once); the statements below read them up to five
         times, all before the target is written -#}
-    {% do dbt_merge.run_statement('cache lazy table ' ~ plan.changes, 'dbt_merge_work_table') %}
+    {% do dbt_merge.cache_lazy(plan.changes, 'dbt_merge_work_table') %}
   {% endif %}
   {#- INSERT, not CREATE TABLE AS: the rows written get the target's column types with INSERT's
       checks (as MERGE INTO would), e.g. a string that is not a number fails here, before the
