@@ -273,7 +273,13 @@ def spark_formulations(t: str, s: str) -> dict[str, list[str]]:
     skip_guarded = skip.replace(
         f"using {s} as s", f"using (select * from floor_src where {guard}) as s"
     )
+    # a copy-on-write MERGE with a WHEN NOT MATCHED BY SOURCE clause skips the runtime filter
+    # that first joins source and target to find the files to rewrite (it rewrites every file);
+    # with a condition that is never true the clause changes nothing
+    no_filter = " when not matched by source and false then delete"
     return {
+        "MERGE skip-unchanged (no file filter)": [skip + no_filter],
+        "MERGE (no file filter)": [plain + no_filter],
         "check + MERGE skip-unchanged": [check, skip],
         "staged check + MERGE skip": staged + [skip_staged] + unstage,
         "staged check + guarded MERGE skip": staged + [skip_guarded] + unstage,
