@@ -149,6 +149,7 @@
     'max_delete_fraction': cfg.max_delete_fraction,
     'key_outside_predicates': cfg.key_outside_predicates,
     'full_merge_write': cfg.full_merge_write,
+    'target_storage': cfg.get('target_storage'),
     'target': relations.target,
     'raw_stage': relations.stage,
     'stage': relations.converted if conversions or extras else relations.stage,

@@ -42,6 +42,8 @@
     {{ return(none) }}
   {% endif %}
   {% set storage = dbt_merge.table_storage(existing) %}
+  {#- read once: the write (spark__apply_changes) takes it from the plan -#}
+  {% do cfg.update({'target_storage': storage}) %}
   {% set described = storage.format if storage.provider in [storage.format, ''] else storage.provider ~ ' ' ~ storage.format %}
   {% if storage.write is none %}
     {{ dbt_merge.raise_merge_error("the table " ~ existing ~ " is stored as " ~ described ~ ", which the merge can "

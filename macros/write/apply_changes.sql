@@ -97,10 +97,13 @@
     files holding only unchanged rows are not rewritten. A full_merge that rewrites most of the
     table replaces it instead, also in one commit (choose_full_merge_write, replace_target).
     Tables without MERGE INTO (parquet, orc, Hive), judged by the table that exists, not the
-    config: see overwrite_partitions. -#}
+    config: see overwrite_partitions. How the table is stored was read before the run
+    (check_table_format, plan.target_storage), and is read again only when the run changed its
+    columns. -#}
 {% macro spark__apply_changes(plan, counts) %}
   {% if counts.inserted + counts.updated + counts.deleted > 0 %}
-    {% set storage = dbt_merge.table_storage(plan.target) %}
+    {% set altered = plan.schema is not none and (plan.schema.added or plan.schema.removed or plan.schema.retyped) %}
+    {% set storage = plan.target_storage if plan.target_storage and not altered else dbt_merge.table_storage(plan.target) %}
     {% if storage.write == 'overwrite' %}
       {% do dbt_merge.overwrite_partitions(plan, counts, storage) %}
     {% elif dbt_merge.choose_full_merge_write(plan, counts, storage) == 'overwrite' %}
