@@ -109,10 +109,24 @@
     {% elif dbt_merge.choose_full_merge_write(plan, counts, storage) == 'overwrite' %}
       {% do dbt_merge.replace_target(plan, counts, storage) %}
     {% else %}
-      {% do dbt_merge.run_statement(dbt_merge.merge_source_rows_sql(plan, counts) if plan.writes_source_rows
-                              else dbt_merge.merge_into_sql(plan), 'dbt_merge_merge') %}
+      {% do dbt_merge.run_statement(dbt_merge.merge_source_rows_sql(plan, counts, dbt_merge._rewrites_every_file(plan, storage, counts))
+                              if plan.writes_source_rows else dbt_merge.merge_into_sql(plan), 'dbt_merge_merge') %}
     {% endif %}
   {% endif %}
+{% endmacro %}
+
+{#- Spark: whether a MERGE into this copy-on-write Iceberg table will rewrite every data file anyway,
+    because the source matches at least 90% of the target's rows (a snapshot of the table). Such
+    a MERGE is better without the runtime filter that first joins source and target to find the
+    files holding a matched row: merge_source_rows_sql then gives it a WHEN NOT MATCHED BY
+    SOURCE clause that never applies, which makes Spark plan one full outer join instead of two
+    joins. Measured on a 2M-row snapshot (issue 22, local[2], idle machine, benchmarks.floor):
+    see docs/spark.md. Below 90% a table whose rows are clustered by key may hold files without
+    a matched row, which the filter spares. -#}
+{% macro _rewrites_every_file(plan, storage, counts) %}
+  {% set target_rows = counts.total - counts.inserted + (0 if plan.soft_delete else counts.deleted) %}
+  {{ return(storage.provider == 'iceberg' and not storage.merge_on_read and counts.unmatched == 0
+            and target_rows > 0 and counts.matched_keys >= 0.9 * target_rows) }}
 {% endmacro %}
 
 {#- UPDATE that soft-deletes the live target rows (aliased DBT_INTERNAL_DEST) the merge considers

@@ -47,7 +47,7 @@
     matched rows are left as they are), and a match fails the statement: such a key was committed
     by another writer after the counts. The source rows pass snapshot_guard_sql: the table must
     still be the snapshot counted. -#}
-{% macro merge_source_rows_sql(plan, counts) %}
+{% macro merge_source_rows_sql(plan, counts, rewrite_every_file=false) %}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
   {%- set full = plan.actions.target_only == 'delete' -%}
@@ -88,6 +88,9 @@
   {%- if counts.unmatched > 0 %}
   when not matched by source and {{ dbt_merge._target_rows_condition(plan, false) }}
     {%- if plan.soft_delete %} and {{ dbt_merge._live(plan) }}{% endif %} then {{ dbt_merge._merge_delete_action(plan) }}
+  {%- elif rewrite_every_file and not inserts_only %}
+  {#- no runtime file filter (_rewrites_every_file); the clause applies to no row -#}
+  when not matched by source and false then delete
   {%- endif %}
 {% endmacro %}
 
