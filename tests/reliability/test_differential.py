@@ -648,7 +648,8 @@ def run_suite(name: str, engine, cases, tmp_path_factory) -> None:
     """Run a suite of cases (as DBT_MERGE_ONLY narrows it) on `engine`; fail with its report."""
     tmp = tmp_path_factory.mktemp("rel")
     cases = only(cases)
-    failures = run_engine(engine, cases, tmp, SPARK_FULL_JOIN if engine.dialect == "spark" else None)
+    vars = SPARK_FULL_JOIN if engine.dialect == "spark" else None
+    failures = run_engine(engine, cases, tmp, vars)
     finish(f"{engine.name}_{name}", cases, failures, tmp, dialect=engine.dialect)
 
 
