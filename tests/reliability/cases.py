@@ -151,6 +151,7 @@ def scan_internal_names(macros: Path) -> set[str]:
     """Identifiers the package's SQL invents: dbt_merge_*, DBT_INTERNAL_*, snake_case aliases."""
     text = "\n".join(p.read_text() for p in macros.rglob("*.sql"))
     text = re.sub(r"\{#.*?#\}", "", text, flags=re.S)  # not in comments
+    text = re.sub(r"\bvar\('[^']*'", "var(", text)  # nor dbt vars: never a name in the SQL
     names = set(re.findall(r"\b(dbt_merge_[a-z0-9_]+|DBT_INTERNAL_[A-Z]+)\b", text))
     aliases = re.findall(r"\bas ([a-z]+_[a-z0-9_]*)", text)
     names |= {m + ("1" if m.endswith("_") else "") for m in aliases}  # null_rows_{{ i }}
