@@ -47,8 +47,8 @@
   {% endfor %}
   {% do columns.append('case when ' ~ unmatched ~ (' or (' ~ source_only ~ ')' if full_join else '')
       ~ ' then null else ' ~ dbt_merge._matched_action_sql(plan) ~ ' end as ' ~ action) %}
-  {% set flag_source_only = dbt_merge.quote_identifier(plan.names.row) %}
   {% if full_join %}
+    {% set flag_source_only = dbt_merge.quote_identifier(plan.names.row) %}
     {% do columns.append('case when ' ~ source_only ~ ' then 1 else 0 end as ' ~ flag_source_only) %}
   {% endif %}
   {#- flag columns named like the plan's other work columns, against the model's column names -#}
@@ -65,7 +65,7 @@
     {% endif %}
   {% endif %}
   {#- the source's rows: counted by the source check when the count reads the same relation -#}
-  {% set source_rows = plan.get('source_rows') if not (plan.deduped or plan.delete_condition) else none %}
+  {% set source_rows = checked_rows if not plan.delete_condition else none %}
   {% if source_rows is none %}
     {% set source_rows = "(select count(*) from " ~ (plan.deduped or plan.stage) ~ " as " ~ src
         ~ (" where not " ~ dbt_merge._delete_flag(plan) if plan.delete_condition else "") ~ ")" %}

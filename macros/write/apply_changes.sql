@@ -125,7 +125,7 @@
     a matched row, which the filter spares. -#}
 {% macro _rewrites_every_file(plan, storage, counts) %}
   {% set target_rows = counts.total - counts.inserted + (0 if plan.soft_delete else counts.deleted) %}
-  {{ return(storage.provider == 'iceberg' and not storage.merge_on_read and counts.unmatched == 0
+  {{ return(storage.provider == 'iceberg' and not storage.merge_on_read
             and target_rows > 0 and counts.matched_keys >= 0.9 * target_rows) }}
 {% endmacro %}
 
