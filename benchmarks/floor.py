@@ -256,16 +256,19 @@ def spark_formulations(t: str, s: str) -> dict[str, list[str]]:
         "uncache table floor_changed",
         "drop view floor_changed",
     ]
-    # today's shape of our MERGE (issue 22): the SELECT staged as a lazily cached view that the
-    # source check fills, the MERGE skipping unchanged rows from it, its source rows passed
-    # through a scalar-subquery guard on the table's `main` reference (snapshot_guard_sql)
+    # today's shape of our MERGE (issue 22): the SELECT staged as a lazily cached view, its
+    # columns uncompressed (cache_lazy; round 10's first runs used Spark's compressed default),
+    # that the source check fills, the MERGE skipping unchanged rows from it, its source rows
+    # passed through a scalar-subquery guard on the table's `main` reference (snapshot_guard_sql)
     guard = (
         f"case when (select count(*) from {t}.refs where name = 'main') = 1 "
         "then true else raise_error('moved') end"
     )
     staged = [
         f"create or replace temporary view floor_src as select * from {s}",
+        "set spark.sql.inMemoryColumnarStorage.compressed=false",
         "cache lazy table floor_src",
+        "set spark.sql.inMemoryColumnarStorage.compressed=true",
         check.replace(s, "floor_src"),
     ]
     unstage = ["uncache table floor_src", "drop view floor_src"]
