@@ -149,3 +149,32 @@ def test_a_build_without_file_format_sets_no_session_setting(db, tmp_path):
     provider = [r for r in db.sql(f"describe table extended {s}.nf") if r[0] == "Provider"]
     assert provider[0][1].strip().lower() == "parquet", provider
     assert db.rows(s, "nf") == [(1, "a")]
+
+
+@pytest.mark.parametrize("db", SPARK_ENGINES, indirect=True)
+def test_the_staged_select_is_cached_uncompressed_and_the_setting_put_back(db, tmp_path):
+    """An incremental run caches the staged SELECT with compression off for that statement only
+    (cache_lazy: a compressed cache cost more than it saved) and puts the session's value back."""
+    key = "spark.sql.inMemoryColumnarStorage.compressed"
+    s = f"stored_cache_{db.name}"
+    db.engine.setup(s)
+    db.sql(f"drop table if exists {s}.cz")
+    sql = model_sql({"schema": s, "unique_key": "id", "file_format": "iceberg"},
+                    "select cast(1 as bigint) as id, 'a' name")
+    root = make_project(tmp_path / f"cache_{db.name}", f"cache_{db.name}", {"cz": sql})
+    assert "1 inserted" in message(run_dbt(["run"], root, db.name, PROFILES_DIR), "cz")
+    statements = []
+
+    def collect(event) -> None:
+        if event.info.name == "SQLQuery":
+            statements.append(" ".join(event.data.sql.split()[-3:]))
+
+    run = run_dbt(["run"], root, db.name, PROFILES_DIR, callbacks=[collect])
+    assert "1 unchanged" in message(run, "cz"), message(run, "cz")
+    cache = [i for i, q in enumerate(statements) if q.startswith("lazy table cz__dbt_merge_")]
+    assert len(cache) == 1, statements
+    i = cache[0]
+    assert statements[i - 1].endswith(f"{key}=false"), statements[i - 3:i + 2]
+    assert statements[i + 1].endswith(f"{key}=true"), statements[i - 3:i + 2]
+    if db.name == "spark":  # the test's session is dbt's; a Thrift connection has its own
+        assert [tuple(r) for r in db.sql(f"set {key}")] == [(key, "true")]
