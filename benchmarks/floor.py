@@ -34,6 +34,10 @@ to the benchmark's cluster), target restored to its pristine snapshot before eac
   those rows cached (an eager `cache table`) before the MERGE reads them;
 - `source check`: rows, distinct keys and NULL keys of the source (one query);
 - `classify`: source LEFT JOIN target, rows counted by action (insert / update / unchanged);
+- `count`: the package's count of an increment (target LEFT JOIN source, the source broadcast,
+  the matched keys counted distinct); `count + files`: the same, with estimates of the target's
+  files and of those holding a matched row (a MERGE touching nearly every file then skips its
+  runtime file filter);
 - `check+classify`: both in one pass, the source's counts riding on the join;
 - `separate passes`: source check, classify, MERGE skip-unchanged (the floor of today's shape);
 - `one pass + MERGE`: check+classify, then MERGE skip-unchanged (the floor issue 22 aims at);
@@ -280,7 +284,44 @@ def spark_formulations(t: str, s: str) -> dict[str, list[str]]:
     # that first joins source and target to find the files to rewrite (it rewrites every file);
     # with a condition that is never true the clause changes nothing
     no_filter = " when not matched by source and false then delete"
+    # the package's count of an increment (spark__count_changes, left-join form): every target
+    # row, the source broadcast; the distinct matched keys show a key the target holds twice.
+    # `+ files` also estimates the target's files and those holding a matched row (the MERGE
+    # then skips its runtime file filter when the matched rows are in nearly every file)
+    count = (
+        f"select count_if(s.{KEY} is not null and ({differs})) as updated, "
+        f"count_if(s.{KEY} is not null and not ({differs})) as unchanged, count(*) as target_rows, "
+        f"count(distinct case when s.{KEY} is not null then s.{KEY} end) as matched_keys"
+    )
+    count_from = f" from {t} as t left join {s} as s on t.{KEY} = s.{KEY}"
+    files = (
+        f", size(collect_set(case when s.{KEY} is not null then xxhash64(t._file) end)), "
+        "size(collect_set(xxhash64(t._file)))"
+    )
+    # the count of a snapshot (spark__count_changes, full-join form) over the staged SELECT,
+    # after the source check; `one pass`: the check without its count(distinct), the key tests
+    # riding on the count's join instead (a source key repeated among the matched rows makes
+    # the target's rows in the join more than the table's; among the new rows, a distinct over
+    # those rows only)
+    joined = (
+        f"select s.{KEY} as sid, case when s.{KEY} is not null and t.{KEY} is null then 1 else 0 "
+        f"end as so, case when s.{KEY} is null or t.{KEY} is null then null when ({differs}) "
+        f"then 'U' else 'N' end as a from {t} as t full outer join floor_src as s "
+        f"on t.{KEY} = s.{KEY}"
+    )
+    fj_count = (
+        "select count_if(a = 'U'), count_if(a = 'N'), count(*) - sum(so), sum(so) "
+        f"from ({joined}) as j"
+    )
+    fj_one_pass = (
+        "select count_if(a = 'U'), count_if(a = 'N'), count(*) - sum(so), sum(so), "
+        f"count(distinct case when so = 1 then sid end), (select count(*) from {t}) "
+        f"from ({joined}) as j"
+    )
+    light = staged[:-1] + [f"select count(*), count_if({KEY} is null) from floor_src"]
     return {
+        "staged check + full-join count": staged + [fj_count] + unstage,
+        "one pass (check and full-join count)": light + [fj_one_pass] + unstage,
         "MERGE skip-unchanged (no file filter)": [skip + no_filter],
         "MERGE (no file filter)": [plain + no_filter],
         "check + MERGE skip-unchanged": [check, skip],
@@ -291,6 +332,8 @@ def spark_formulations(t: str, s: str) -> dict[str, list[str]]:
         "MERGE of the changed rows": [filtered],
         "MERGE of the changed rows (cached)": cached,
         "source check": [check],
+        "count": [count + count_from],
+        "count + files": [count + files + count_from],
         "classify": [classify],
         "check+classify": [both],
         "separate passes": [check, classify, skip],
