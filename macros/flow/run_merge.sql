@@ -49,7 +49,10 @@
   {% if plan.deduped %}
     {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan)) %}
   {% endif %}
-  {% if not check_after_build and dbt_merge.check_source_rows(plan) > 0 %}
+  {% set skipped = dbt_merge.shrinking_run_mode() if not rebuild else none %}
+  {#- the count of a merge may test the keys' uniqueness on its own join (count_tests_keys) -#}
+  {% set keys_later = not rebuild and not skipped and dbt_merge.count_tests_keys(plan) %}
+  {% if not check_after_build and dbt_merge.check_source_rows(plan, keys_later) > 0 %}
     {#-- some keys' first rows are identical repeats: keep one of each --#}
     {% do dbt_merge.drop_work_relation(plan.deduped) %}
     {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan, one_per_key=true)) %}
@@ -58,7 +61,6 @@
   {#-- [relation, materialized] pairs to drop at the end --#}
   {% set work_relations = [[plan.deduped, true], [plan.stage if plan.stage != plan.raw_stage else none, false],
                             [plan.raw_stage, not check_after_build]] %}
-  {% set skipped = dbt_merge.shrinking_run_mode() if not rebuild else none %}
   {% if cfg.dry_run and rebuild %}
     {#-- dry run of a first build or full refresh: the rows it would load --#}
     {% set total = dbt_merge.count_rows('(' ~ dbt_merge.rebuild_rows_sql(plan) ~ ') as dbt_merge_rebuild') %}

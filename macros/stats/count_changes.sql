@@ -164,3 +164,13 @@
   {%- endif -%}
   {{ return('count(distinct ' ~ value ~ ')') }}
 {% endmacro %}
+
+{#- Whether count_changes tests that the source's keys are unique (the source check then leaves
+    that out, check_source_rows' keys_later). Spark only: count_changes_spark.sql. -#}
+{% macro count_tests_keys(plan) %}
+  {{ return(adapter.dispatch('count_tests_keys', 'dbt_merge')(plan)) }}
+{% endmacro %}
+
+{% macro default__count_tests_keys(plan) %}
+  {{ return(false) }}
+{% endmacro %}

@@ -1,9 +1,14 @@
 {#- Run source_check_sql and raise the first problem found. Nothing has been written yet.
-    Returns the number of keys whose deduplicate candidates are identical repeats (0 otherwise). -#}
-{% macro check_source_rows(plan) %}
+    Returns the number of keys whose deduplicate candidates are identical repeats (0 otherwise).
+    keys_later: the count that follows tests the keys' uniqueness on its own join
+    (count_tests_keys), so this check leaves out its count(distinct); the count raises
+    raise_repeated_keys' error, still before anything is written. -#}
+{% macro check_source_rows(plan, keys_later=false) %}
   {% do dbt_merge._check_conversions(plan) %}
   {% do dbt_merge.measure_source(plan) %}
-  {% set row = dbt_merge.run_sql(dbt_merge.source_check_sql(plan), 'dbt_merge_check').rows[0] %}
+  {% set keys_later = keys_later and not plan.actions.dedupe %}
+  {% do plan.update({'keys_tested_by_count': keys_later}) %}
+  {% set row = dbt_merge.run_sql(dbt_merge.source_check_sql(plan, light=keys_later), 'dbt_merge_check').rows[0] %}
   {#- the rows of the staged SELECT (cached: the counts read the same rows), for the counts -#}
   {% do plan.update({'source_rows': none if plan.actions.dedupe else row[plan.key_columns | length + 1] | int}) %}
   {% for key in plan.key_columns %}
@@ -15,9 +20,25 @@
     {% endif %}
   {% endfor %}
   {% if not plan.actions.dedupe and row[plan.key_columns | length] | int > 0 %}
-    {#-- some key repeats: ask again for how many keys and an example --#}
-    {% set row = dbt_merge.run_sql(dbt_merge.source_check_sql(plan, detail=true), 'dbt_merge_check').rows[0] %}
+    {% do dbt_merge.raise_repeated_keys(plan) %}
   {% endif %}
+  {% if plan.actions.dedupe %}
+    {% do dbt_merge._raise_bad_keys(plan, row) %}
+  {% endif %}
+  {{ return(row[plan.key_columns | length + 2] | int if plan.actions.dedupe else 0) }}
+{% endmacro %}
+
+{#- Raise the error of a SELECT whose unique_key repeats (without deduplicate), with how many keys
+    repeat and one of them, asked of the staged SELECT (source_check_sql's detailed form); returns
+    if that finds no key repeated. -#}
+{% macro raise_repeated_keys(plan) %}
+  {% do dbt_merge._raise_bad_keys(plan, dbt_merge.run_sql(dbt_merge.source_check_sql(plan, detail=true),
+                                                          'dbt_merge_check').rows[0]) %}
+{% endmacro %}
+
+{#- Raise the error of the bad keys of a check row (bad_keys, bad_example at the keys' count),
+    if there are any. -#}
+{% macro _raise_bad_keys(plan, row) %}
   {% set bad_keys = row[plan.key_columns | length] | int %}
   {% if bad_keys > 0 %}
     {% set example = '(' ~ plan.key_columns | join(', ') ~ ') = (' ~ row[plan.key_columns | length + 1] ~ ')' %}
@@ -42,7 +63,6 @@
     {% endif %}
     {{ dbt_merge.raise_merge_error(message ~ " The target was not changed.") }}
   {% endif %}
-  {{ return(row[plan.key_columns | length + 2] | int if plan.actions.dedupe else 0) }}
 {% endmacro %}
 
 {#- Refuse values of the SELECT that the target's column type cannot hold (converted_source_sql

@@ -1,7 +1,8 @@
 {#-
   One query that answers every row-level check at once: NULLs per key column, and whether any
   key breaks uniqueness. Columns: null_rows_1..n, then
-  - without deduplicate: extra_rows, the rows beyond the first of each key: one count(distinct)
+  - without deduplicate: extra_rows, the rows beyond the first of each key (0 when `light`: the
+    count tests the keys instead, count_tests_keys): one count(distinct)
     over the staged SELECT, and source_rows, its rows (check_source_rows keeps it in
     plan.source_rows for the counts: Spark's count then needs no scan of its own, 2 jobs). Only when it is not 0 does the caller ask again with detail=true,
     for the grouped form: bad_keys (how many keys repeat) and bad_example (one of them). A
@@ -10,11 +11,11 @@
     repeats: fine, one is kept). It reads the candidate rows (dedupe_source_sql), and only the
     keys with more than one row left: a key is bad when more than one distinct row is left.
 -#}
-{% macro source_check_sql(plan, detail=false) %}
-  {{ return(adapter.dispatch('source_check_sql', 'dbt_merge')(plan, detail)) }}
+{% macro source_check_sql(plan, detail=false, light=false) %}
+  {{ return(adapter.dispatch('source_check_sql', 'dbt_merge')(plan, detail, light)) }}
 {% endmacro %}
 
-{% macro default__source_check_sql(plan, detail) %}
+{% macro default__source_check_sql(plan, detail, light=false) %}
   {%- set keys = dbt_merge.column_list(plan.key_columns) -%}
   {%- set rows = dbt_merge.quote_identifier(plan.names.rows) -%}
   {%- set variants = dbt_merge.quote_identifier(plan.names.variants) -%}
@@ -42,8 +43,12 @@
     {%- for key in plan.key_columns %}
     coalesce(sum(case when {{ dbt_merge.quote_identifier(key) }} is null then 1 else 0 end), 0) as null_rows_{{ loop.index }},
     {%- endfor %}
+    {%- if light %}
+    0 as extra_rows,
+    {%- else %}
     count(case when {{ present }} then 1 end)
       - {{ dbt_merge._distinct_keys_sql(plan, present) }} as extra_rows,
+    {%- endif %}
     count(*) as source_rows
   from {{ plan.stage }}
   {%- else -%}
