@@ -23,9 +23,10 @@
   {% if rebuild %}
     {#-- a build reads the SELECT in one CREATE TABLE AS, which takes any SELECT --#}
     {% do dbt_merge.create_work_relation(relations.stage, sql, materialize=not check_after_build) %}
-    {% set staged_copy = none %}
+    {% set staged, staged_copy = {'copy': none, 'bytes': none}, none %}
   {% else %}
-    {% set staged_copy = dbt_merge.stage_select(relations.stage, sql, materialize=true) %}
+    {% set staged = dbt_merge.stage_select(relations.stage, sql, materialize=true) %}
+    {% set staged_copy = staged['copy'] %}
   {% endif %}
   {% set source_columns = dbt_merge.relation_columns(relations.stage) %}
   {% if contract_enforced %}
@@ -51,7 +52,7 @@
   {% endif %}
   {% set skipped = dbt_merge.shrinking_run_mode() if not rebuild else none %}
   {#- the count of a merge may test the keys' uniqueness on its own join (count_tests_keys) -#}
-  {% set keys_later = not rebuild and not skipped and dbt_merge.count_tests_keys(plan) %}
+  {% set keys_later = not rebuild and not skipped and dbt_merge.count_tests_keys(plan, staged['bytes']) %}
   {% if not check_after_build and dbt_merge.check_source_rows(plan, keys_later) > 0 %}
     {#-- some keys' first rows are identical repeats: keep one of each --#}
     {% do dbt_merge.drop_work_relation(plan.deduped) %}

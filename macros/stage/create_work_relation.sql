@@ -78,8 +78,9 @@
 {% endmacro %}
 
 {#-
-  Stage the model's SELECT (create_work_relation) for a merge into an existing table. Returns the
-  table it copied the rows to, to drop at the end, or none.
+  Stage the model's SELECT (create_work_relation) for a merge into an existing table. Returns
+  {copy: the table it copied the rows to, to drop at the end, or none; bytes: the engine's
+  estimate of the SELECT's size, or none}.
   Spark: a SELECT that Spark calls non-deterministic (rand(), uuid(), monotonically_increasing_id(),
   a non-deterministic UDF, also through an upstream view) cannot be the source of a MERGE INTO a
   copy-on-write table: Spark 3.5 refuses it (INVALID_NON_DETERMINISTIC_EXPRESSIONS), whatever the
@@ -89,6 +90,9 @@
   the checks saw, and the MERGE's source is deterministic. Spark's own flag decides: a join
   condition holding the SELECT in a subquery fails analysis exactly when the SELECT is
   non-deterministic, and EXPLAIN returns that failure as text without running anything.
+  Otherwise the same EXPLAIN (COST) prints the optimizer's size estimate of the staged SELECT
+  (its InMemoryRelation's sizeInBytes, no Spark job): count_tests_keys decides with it, before
+  the source check, whether the count will test the keys.
 -#}
 {% macro stage_select(relation, select_sql, materialize) %}
   {{ return(adapter.dispatch('stage_select', 'dbt_merge')(relation, select_sql, materialize)) }}
@@ -96,16 +100,16 @@
 
 {% macro default__stage_select(relation, select_sql, materialize) %}
   {% do dbt_merge.create_work_relation(relation, select_sql, materialize) %}
-  {{ return(none) }}
+  {{ return({'copy': none, 'bytes': none}) }}
 {% endmacro %}
 
 {% macro spark__stage_select(relation, select_sql, materialize) %}
   {% do dbt_merge.create_work_relation(relation, select_sql, materialize) %}
-  {% set probe = 'explain select 1 from range(1) join range(1) on exists (select 1 from '
+  {% set probe = 'explain cost select 1 from range(1) join range(1) on exists (select 1 from '
                  ~ relation ~ ')' %}
   {% set plan_text = dbt_merge.run_sql(probe, 'dbt_merge_work_table').rows | map(attribute=0) | join('\n') %}
   {% if 'INVALID_NON_DETERMINISTIC' not in plan_text %}
-    {{ return(none) }}
+    {{ return({'copy': none, 'bytes': dbt_merge._cached_size_estimate(plan_text)}) }}
   {% endif %}
   {% set copy = this.incorporate(path={'identifier': this.identifier ~ '__dbt_merge_s_' ~ invocation_id | replace('-', '')},
                                  type='table') %}
@@ -114,5 +118,30 @@
   {% do dbt_merge.run_statement('create table ' ~ copy ~ ' using parquet as select * from ' ~ relation, 'dbt_merge_work_table') %}
   {% do dbt_merge.drop_work_relation(relation, materialize) %}
   {% do dbt_merge.create_work_relation(relation, 'select * from ' ~ copy, materialize) %}
-  {{ return(copy) }}
+  {{ return({'copy': copy, 'bytes': none}) }}
+{% endmacro %}
+
+{#- The optimizer's estimate of the first InMemoryRelation (a cached relation: the staged SELECT)
+    in Spark's EXPLAIN COST text: its rows when Spark knows them (an Iceberg table reports its
+    row count), as rows * columns * 8 bytes like the count's own rule (spark__count_changes),
+    else its sizeInBytes; none when the text has neither. Spark prints e.g.
+    `Statistics(sizeInBytes=91.6 MiB, rowCount=2.00E+6)`. -#}
+{% macro _cached_size_estimate(plan_text) %}
+  {% set units = {'B': 1, 'KiB': 2 ** 10, 'MiB': 2 ** 20, 'GiB': 2 ** 30, 'TiB': 2 ** 40, 'PiB': 2 ** 50, 'EiB': 2 ** 60} %}
+  {% for line in plan_text.split('\n') if 'InMemoryRelation [' in line and 'Statistics(' in line %}
+    {% set columns = line.split('InMemoryRelation [')[1].split(']')[0].split(', ') | length %}
+    {% set stats = {} %}
+    {% for part in line.split('Statistics(')[-1].split(')')[0].split(', ') if '=' in part %}
+      {% do stats.update({part.split('=')[0].strip(): part.split('=')[1].strip()}) %}
+    {% endfor %}
+    {% if stats.get('rowCount') %}
+      {{ return((stats.rowCount | float * columns * 8) | int) }}
+    {% endif %}
+    {% set size = (stats.get('sizeInBytes') or '').split(' ') %}
+    {% if size | length == 2 and size[1] in units %}
+      {{ return((size[0] | float * units[size[1]]) | int) }}
+    {% endif %}
+    {{ return(none) }}
+  {% endfor %}
+  {{ return(none) }}
 {% endmacro %}

@@ -34,8 +34,8 @@
   {% set on_considered = dbt_merge._target_rows_condition(plan, false) %}
   {#- full outer join: the source's rows, counted by the source check, too many to broadcast -#}
   {% set checked_rows = plan.get('source_rows') if not plan.deduped else none %}
-  {% set full_join = checked_rows is not none and checked_rows * (plan.source_names | length) * 8
-                     >= var('dbt_merge_spark_full_join_bytes', 10485760) | int %}
+  {% set full_join = checked_rows is not none and (plan.keys_tested_by_count
+                     or checked_rows * (plan.source_names | length) * 8 >= dbt_merge._full_join_bytes()) %}
   {#- with it, a row of the source that matched no target row -#}
   {% set source_only = src ~ '.' ~ dbt_merge.quote_identifier(plan.key_columns[0]) ~ ' is not null and '
       ~ dst ~ '.' ~ dbt_merge.quote_identifier(plan.key_columns[0]) ~ ' is null' %}
@@ -77,26 +77,18 @@
     {% set matched_keys = "count(distinct case when " ~ action ~ " is not null then " ~ dbt_merge._key_value(plan) ~ " end)" %}
     {% set target_rows = "count(*)" %}
   {% endif %}
-  {#- the source's keys unique, when the check left that to this count (keys_tested_by_count):
-      two columns that differ when a key repeats -#}
+  {#- the source's keys unique, when the check left that to this count (keys_tested_by_count,
+      always by the full outer join): pairs of columns that differ when a key repeats. A
+      repeated key whose rows matched a target row makes that row appear more than once (the
+      target's rows in the join outnumber the table's); one whose rows matched none repeats
+      among the source-only rows, whose keys are then fewer than they -#}
   {% set key_tests = [] %}
   {% if plan.keys_tested_by_count %}
-    {% if full_join %}
-      {#- a repeated key whose rows matched a target row makes that row appear more than once
-          (the target's rows in the join outnumber the table's); one whose rows matched none
-          repeats among the source-only rows, whose keys are then fewer than they -#}
-      {% do key_tests.append(target_rows) %}
-      {% do key_tests.append("(select count(*) from " ~ plan.target ~ ")") %}
-      {% do key_tests.append("coalesce(sum(" ~ flag_source_only ~ "), 0)") %}
-      {% do key_tests.append("count(distinct case when " ~ flag_source_only ~ " = 1 then "
-          ~ dbt_merge._key_value(plan) ~ " end)") %}
-    {% else %}
-      {#- the target streams past a broadcast source, whose rows without a match the join
-          drops: the keys are counted on the source (a job of its own in this statement) -#}
-      {% set present = dbt_merge._all_keys_present(plan) %}
-      {% do key_tests.append("(select count(case when " ~ present ~ " then 1 end) from " ~ plan.stage ~ ")") %}
-      {% do key_tests.append("(select " ~ dbt_merge._distinct_keys_sql(plan, present) ~ " from " ~ plan.stage ~ ")") %}
-    {% endif %}
+    {% do key_tests.append(target_rows) %}
+    {% do key_tests.append("(select count(*) from " ~ plan.target ~ ")") %}
+    {% do key_tests.append("coalesce(sum(" ~ flag_source_only ~ "), 0)") %}
+    {% do key_tests.append("count(distinct case when " ~ flag_source_only ~ " = 1 then "
+        ~ dbt_merge._key_value(plan) ~ " end)") %}
   {% endif %}
   {% set row = dbt_merge.run_sql(
       "select " ~ dbt_merge._action_sums(plan, ['U', 'N', 'H', 'C', 'K']) ~ ",
@@ -127,9 +119,21 @@
 {% endmacro %}
 
 {#- Spark: the count tests the source's keys' uniqueness instead of the source check (which then
-    skips its count(distinct)) when it counts the narrow changes. On a 2M-row snapshot (issue 22,
-    local[2], idle machine, benchmarks.floor) the check filling the cache took 0.9-1.0 s instead
-    of 2.2-2.5 s, the count 1.9-2.1 s instead of 1.7-1.8 s. -#}
-{% macro spark__count_tests_keys(plan) %}
-  {{ return(plan.writes_source_rows and not plan.actions.dedupe and not plan.deduped) }}
+    skips its count(distinct)) when it counts the narrow changes of a source that Spark
+    estimates too large to broadcast: that count is a full outer join, on whose rows the tests
+    cost little. On a 2M-row snapshot (issue 22, local[2], idle machine, benchmarks.floor) the
+    check filling the cache took 0.9-1.0 s instead of 2.2-2.5 s, the count 1.9-2.1 s instead of
+    1.7-1.8 s. A small source keeps the check's count(distinct): moved into the left join's
+    count (a scalar subquery) it cost 4-7% more on a 200k-row increment (paired runs). An
+    estimate too large costs a full outer join where the left join would do, never a result. -#}
+{% macro spark__count_tests_keys(plan, estimated_bytes) %}
+  {{ return(plan.writes_source_rows and not plan.actions.dedupe and not plan.deduped
+            and estimated_bytes is not none and estimated_bytes >= dbt_merge._full_join_bytes()) }}
+{% endmacro %}
+
+{#- Spark: the size from which a source is joined to the target by a full outer join instead of
+    being broadcast, in bytes (Spark's default broadcast threshold; dbt var
+    dbt_merge_spark_full_join_bytes, which the tests set to 0 to take that path on small data). -#}
+{% macro _full_join_bytes() %}
+  {{ return(var('dbt_merge_spark_full_join_bytes', 10485760) | int) }}
 {% endmacro %}

@@ -1,8 +1,8 @@
 """Spark: a SELECT that repeats a unique_key is refused, with the check's own message and the
-target left as it was, when the count tests the keys instead of the source check
-(count_tests_keys: the check then skips its count(distinct)). Both forms of the count: the left
-join of an increment (the default at this size) and the full outer join of a source too large
-to broadcast (forced by the var dbt_merge_spark_full_join_bytes=0). A key repeated among the
+target left as it was, whichever step tests the keys: the source check (a small source, the
+default at this size: the count is a left join), or the count of a source Spark estimates too
+large to broadcast (count_tests_keys: a full outer join, and the check skips its
+count(distinct); forced by the var dbt_merge_spark_full_join_bytes=0). A key repeated among the
 rows that match a target row and one repeated among the new rows are caught by different tests
 of the full join, so each has a model; a key the target holds twice is still the count's own
 error, and a clean merge is counted as before.
