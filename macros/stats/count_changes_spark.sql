@@ -3,7 +3,8 @@
     Spark broadcasts it and streams the target, as for the inner join of the changes view), so
     that the target's row count and, for full_merge, the rows the merge considers are sums over
     rows this join reads anyway, not scalar subqueries scanning the target again (two Spark jobs
-    each). The source's keys are unique here (check_source_rows), so each target row appears once
+    each). The source's keys are unique here (check_source_rows; for a large source the tests
+    below, count_tests_keys, which fail the run before the counts are used), so each target row appears once
     and the matched ones are the rows of the changes view. Measured on a 100k-row Iceberg target,
     10k-row increment, local[2]: the count ran 6 Spark jobs instead of 8 (upsert) and 10
     (full_merge); paired runs, 200k-row target, 20k increment, loaded machine: full_merge -28%,
