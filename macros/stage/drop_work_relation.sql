@@ -7,10 +7,10 @@
   {% do dbt_merge.run_statement('drop ' ~ ('table' if materialize else 'view') ~ ' if exists ' ~ relation) %}
 {% endmacro %}
 
+{#- Spark: a work relation is a temporary view, cached when materialized (cache_lazy). DROP VIEW
+    removes its cache entry too (seen on Spark 3.5: the session's cache manager is empty after
+    it), so no UNCACHE TABLE first: one statement fewer per cached relation. -#}
 {% macro spark__drop_work_relation(relation, materialize) %}
-  {% if materialize %}
-    {% do dbt_merge.run_statement('uncache table if exists ' ~ relation) %}
-  {% endif %}
   {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}
 {% endmacro %}
 
