@@ -4,8 +4,8 @@ default at this size: the count is a left join), or the count of a source Spark 
 large to broadcast (count_tests_keys: a full outer join, and the check skips its
 count(distinct); forced by the var dbt_merge_spark_full_join_bytes=0). A key repeated among the
 rows that match a target row and one repeated among the new rows are caught by different tests
-of the full join, so each has a model; a key the target holds twice is still the count's own
-error, and a clean merge is counted as before.
+of the full join, so each has a model, and a composite key has one; a key the target holds
+twice is still the count's own error, and a clean merge is counted as before.
 """
 
 from __future__ import annotations
@@ -33,6 +33,11 @@ MODELS = {
     "k_clean": (TARGET, [("1", "'a'"), ("2", "'z'"), ("5", "'n'")],
                 "1 inserted, 1 updated, 0 deleted, 1 unchanged, 4 total"),
 }
+#: a composite key (a, b), repeated among matched rows and among new ones
+PAIRS = "cast({} as bigint) as a, cast({} as string) as b, cast({} as string) as name"
+PAIR_TARGET = ["(1, 'x', 'p')", "(1, 'y', 'q')", "(2, 'x', 'r')"]
+PAIR_ROWS = [("1", "'x'", "'p2'"), ("1", "'x'", "'p3'"), ("1", "'y'", "'q'"),
+             ("7", "'z'", "'n'"), ("7", "'z'", "'m'")]
 
 
 @pytest.mark.parametrize("full_join", [False, True], ids=["left_join", "full_join"])
@@ -46,6 +51,10 @@ def test_repeated_keys_are_refused_by_the_count(db, tmp_path, full_join):
         db.sql(f"create table {s}.{model} (id bigint, name string) using iceberg")
         db.sql(f"insert into {s}.{model} values " + ", ".join(target))
         models[model] = ({"schema": s, "unique_key": "id"}, rows_sql(IDS, rows))
+    db.sql(f"drop table if exists {s}.k_pairs")
+    db.sql(f"create table {s}.k_pairs (a bigint, b string, name string) using iceberg")
+    db.sql(f"insert into {s}.k_pairs values " + ", ".join(PAIR_TARGET))
+    models["k_pairs"] = ({"schema": s, "unique_key": ["a", "b"]}, rows_sql(PAIRS, PAIR_ROWS))
     root = project(db, tmp_path, "keytests", models)
     run = run_dbt(["run"], root, db.name, PROFILES_DIR,
                   vars={"dbt_merge_spark_full_join_bytes": 0} if full_join else None)
@@ -55,3 +64,7 @@ def test_repeated_keys_are_refused_by_the_count(db, tmp_path, full_join):
             assert "The target was not changed." in message(run, model)
             before = sorted(tuple(r.strip("()").replace("'", "").split(", ")) for r in target)
             assert sorted((str(i), n) for i, n in db.rows(s, model)) == before, model
+    said = message(run, "k_pairs")
+    assert "2 " + REPEATED.replace("(id)", "(a, b)") + "(1, x)" in said, said
+    assert sorted((str(a), b, n) for a, b, n in db.rows(s, "k_pairs")) == sorted(
+        tuple(r.strip("()").replace("'", "").split(", ")) for r in PAIR_TARGET)
