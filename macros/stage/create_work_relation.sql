@@ -90,9 +90,9 @@
   the checks saw, and the MERGE's source is deterministic. Spark's own flag decides: a join
   condition holding the SELECT in a subquery fails analysis exactly when the SELECT is
   non-deterministic, and EXPLAIN returns that failure as text without running anything.
-  Otherwise the same EXPLAIN (COST) prints the optimizer's size estimate of the staged SELECT
-  (its InMemoryRelation's sizeInBytes, no Spark job): count_tests_keys decides with it, before
-  the source check, whether the count will test the keys.
+  Otherwise the same EXPLAIN (COST) prints the optimizer's estimate of the staged SELECT (its
+  InMemoryRelation's statistics, no Spark job; _cached_size_estimate): count_tests_keys decides
+  with it, before the source check, whether the count will test the keys.
 -#}
 {% macro stage_select(relation, select_sql, materialize) %}
   {{ return(adapter.dispatch('stage_select', 'dbt_merge')(relation, select_sql, materialize)) }}

@@ -103,10 +103,7 @@
          " ~ ("full" if full_join else "left") ~ " outer join " ~ (plan.deduped or plan.stage) ~ " as " ~ src ~ "
            on " ~ dbt_merge.key_match(plan.key_columns, src, dst) ~ " and " ~ on_considered ~ "
        ) as dbt_merge_changes", 'dbt_merge_count').rows[0] %}
-  {% set values = [] %}
-  {% for value in row %}
-    {% do values.append(value) %}
-  {% endfor %}
+  {% set values = row | list %}
   {% set counted = values[:values | length - key_tests | length] %}
   {% set tests = values[values | length - key_tests | length:] %}
   {% for i in range(0, tests | length, 2) if (tests[i] | int) != (tests[i + 1] | int) %}
