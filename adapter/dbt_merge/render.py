@@ -16,7 +16,7 @@ stand-in for dbt's macro context:
 - `raise_merge_error` calls the front end's on_error (which raises its exception type);
   `exceptions.warn` warns (Python warnings);
 - `config.model.config` (read by check_config_keys) holds the options given, `var()` gives its
-  default, `modules` has `re` and `datetime`;
+  default, `modules` has `re` and `datetime`, `tojson`/`fromjson` are dbt's;
 - what else a front end's flow needs from dbt (`this`, `load_cached_relation`,
   `adapter.get_columns_in_relation`, ...) it passes in as `context` and `adapter_methods`.
 
@@ -27,6 +27,7 @@ macro that starts to need more of dbt's context shows up in the tests, not as a 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import re
 import warnings
@@ -271,6 +272,8 @@ class MacroContext:
             "execute": True,
             "var": lambda name, default=None: default,  # the Python API has no dbt vars
             "modules": {"re": re, "datetime": datetime},
+            "tojson": lambda value, sort_keys=False: json.dumps(value, sort_keys=sort_keys),
+            "fromjson": lambda text, default=None: json.loads(text) if text else default,
             **(context or {}),
         }
         self._folder = str(macros_dir())

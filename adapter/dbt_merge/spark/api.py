@@ -10,6 +10,7 @@ dbt_merge.spark.session.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import uuid
 from collections.abc import Sequence
@@ -20,7 +21,8 @@ from dbt_merge.errors import MergeError
 from dbt_merge.options import MergeOptions, merge_config
 from dbt_merge.render import MacroContext, source_wording
 from dbt_merge.result import MergeResult
-from dbt_merge.spark.session import Column, Relation, SparkRunner
+from dbt_merge.spark.session import Column, Relation, SparkRunner, literal, quote
+from dbt_merge.spark.target import resolve_target
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated
     from typing import Unpack
@@ -33,8 +35,9 @@ def merge_dataframe(
     strategy: str = "upsert",
     **options: Unpack[MergeOptions],
 ) -> MergeResult:
-    """Merge the rows of `df` into the table `target` ("schema.table" or "table") of the
-    DataFrame's SparkSession, and return what the merge did.
+    """Merge the rows of `df` into the table `target` ("database.table" or "table", as Spark
+    SQL names it: a part that is not letters, digits and _ in backticks) of the DataFrame's
+    SparkSession, and return what the merge did.
 
     key_columns: the key, a column name or a list (dbt's `unique_key`); strategy: upsert,
     insert, update, full_merge or deduplicate. Every other option is the dbt config option of
@@ -42,14 +45,21 @@ def merge_dataframe(
     partition_by, tblproperties and options apply to a table the call creates (first merge, or
     full_refresh=True); an existing table keeps its own format.
 
+    The target is a table of the session catalog, or nothing yet (the call creates it in an
+    existing database); a view, a temporary view (also one that shadows a table of the same
+    one-part name), a table of another catalog and a missing database are refused. `df` is read
+    once: the rows checked are the rows written, whatever else writes its inputs meanwhile.
+
     Runs in the user's session with its settings (ANSI mode, time zone, catalog) and leaves it as
-    it was: every setting the merge sets is put back, and no temporary view, cached relation or
-    work table is left, also when the merge fails. Raises MergeError, with the target unchanged,
-    on bad options or source rows. An Iceberg table gets one commit.
+    it was: every setting the merge sets is put back, `df` and its cache are untouched, and no
+    temporary view, cached relation or work table is left, also when the merge fails. Raises
+    MergeError, with the target unchanged, on bad options or source rows. An Iceberg table gets
+    one commit, whose id is the result's snapshot_id.
     """
     spark = df.sparkSession
-    this = _target_relation(spark, target)
-    prefix = f"dbt_merge: table '{this}': "
+    resolved = resolve_target(spark, target)
+    this, existing = resolved.relation, resolved.existing
+    prefix = f"dbt_merge: table '{resolved.name}': "
 
     def fail(message: str) -> None:
         raise MergeError(prefix + source_wording(message, "the DataFrame"))
@@ -58,23 +68,25 @@ def merge_dataframe(
     full_refresh = bool(options.get("full_refresh"))
 
     invocation = str(uuid.uuid4())
-    source = "__dbt_merge_df_" + invocation.replace("-", "")
     runner = SparkRunner(spark)
     macros = MacroContext(
         config,
         runner.query,
         fail,
-        model_name=str(this),
+        model_name=resolved.name,
         engine="spark",
         error=MergeError,
         run_statement=runner.statement,
         context={
             "this": this,
-            "model": {"name": str(this), "unique_id": f"merge_dataframe.{this}"},
+            "model": {"name": resolved.name, "unique_id": f"merge_dataframe.{resolved.name}"},
             "invocation_id": invocation,
             "invocation_args_dict": {},
+            "run_started_at": datetime.datetime.now(datetime.timezone.utc),
             "local_md5": lambda text: hashlib.md5(str(text).encode()).hexdigest(),
-            "load_cached_relation": runner.load_relation,
+            "load_cached_relation": lambda relation: (
+                existing if relation == this else runner.load_relation(relation)
+            ),
             "make_temp_relation": lambda base, suffix: Relation(
                 None, base.identifier + suffix, "view"
             ),
@@ -94,51 +106,46 @@ def merge_dataframe(
     failed = True
     try:
         cfg = macros.validate_merge_config()
-        existing = runner.load_relation(this)
-        table = this.incorporate(type="table")
-        rebuild = existing is None or existing.is_view or bool(full_refresh)
-        before = None if rebuild else runner.current_snapshot(existing)
-        df.createOrReplaceTempView(source)
-        stats = macros.run_merge(cfg, table, existing, rebuild, f"select * from {source}")
+        rebuild = existing is None or bool(full_refresh)
+        select = runner.register_source(df, "__dbt_merge_df_" + invocation.replace("-", ""))
+        with runner.marking_commits(COMMIT_MARK, invocation):
+            stats = macros.run_merge(cfg, this, existing, rebuild, select)
         snapshot = None
         if not stats.get("dry_run") and not stats.get("skipped"):
-            snapshot = runner.current_snapshot(table)
+            snapshot = runner.marked_snapshot(this, COMMIT_MARK, invocation)
         failed = False
-        return MergeResult.from_stats(stats, None if snapshot == before else snapshot)
+        return MergeResult.from_stats(stats, snapshot)
     finally:
-        spark.catalog.dropTempView(source)
         runner.close(failed)
 
 
-def _target_relation(spark, target: str) -> Relation:
-    parts = [p.strip("` ") for p in str(target).split(".")]
-    if len(parts) > 2 or not all(parts):
-        raise MergeError(
-            f"dbt_merge: table '{target}': the target must be 'schema.table' or 'table' (a table "
-            "of the session's catalog)."
-        )
-    schema = parts[0] if len(parts) == 2 else spark.catalog.currentDatabase()
-    return Relation(schema, parts[-1], "table")
+#: the snapshot summary key that marks the commits of one merge_dataframe call (its value: the
+#: call's invocation id), so that MergeResult.snapshot_id is the call's own commit
+COMMIT_MARK = "dbt_merge.invocation"
 
 
 def _create_table_as(config: dict[str, Any], relation: Relation, sql: str) -> str:
     """dbt-spark's create_table_as for a table the merge creates, always with a USING clause
-    (no Hive text table by default)."""
+    (no Hive text table by default). Option and property values are SQL string literals, the
+    partition columns quoted identifiers, whatever they hold."""
     file_format = config.get("file_format") or "parquet"
     head = "create or replace table" if file_format in ("iceberg", "delta") else "create table"
     parts = [f"{head} {relation} using {file_format}"]
     if config.get("options"):
         parts.append(
-            "options (" + ", ".join(f'{k} "{v}"' for k, v in config["options"].items()) + ")"
+            "options ("
+            + ", ".join(f"{literal(k)} = {literal(v)}" for k, v in config["options"].items())
+            + ")"
         )
     if config.get("tblproperties"):
         parts.append(
             "tblproperties ("
-            + ", ".join(f"'{k}' = '{v}'" for k, v in config["tblproperties"].items())
+            + ", ".join(f"{literal(k)} = {literal(v)}" for k, v in config["tblproperties"].items())
             + ")"
         )
     partition_by = config.get("partition_by")
     if partition_by:
         columns = [partition_by] if isinstance(partition_by, str) else list(partition_by)
-        parts.append("partitioned by (" + ", ".join(columns) + ")")
+        parts.append("partitioned by (" + ", ".join(quote(c) for c in columns) + ")")
     return "\n".join(parts) + "\nas\n" + sql
+

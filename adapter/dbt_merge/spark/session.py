@@ -1,7 +1,8 @@
 """What the merge flow needs from dbt-spark, in the user's own SparkSession, as a guest.
 
 - Relation / Column: the few attributes the macros read of dbt-spark's relations and columns
-  (rendered `schema.identifier`, unquoted, as dbt-spark renders them).
+  (rendered `` `schema`.`identifier` ``: each part quoted, so that a name Spark's parser would
+  read otherwise, a reserved word or one starting with a digit, names the same table).
 - SparkRunner: runs the flow's statements and queries on the session, and remembers what the
   call creates (temporary views, cached views, work tables) and which session settings it sets,
   so that `close()` leaves the session as it found it, also after a failure.
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from dataclasses import dataclass, replace
@@ -22,9 +24,22 @@ from dbt_merge import render
 
 _SET = re.compile(r"^\s*set\s+([^\s=]+)\s*=", re.IGNORECASE)
 _RESET = re.compile(r"^\s*reset\s+(\S+)\s*$", re.IGNORECASE)
-_TEMP_VIEW = re.compile(r"^\s*create\s+or\s+replace\s+temporary\s+view\s+(\S+)", re.IGNORECASE)
-_CACHE = re.compile(r"^\s*cache\s+lazy\s+table\s+(\S+)", re.IGNORECASE)
-_WORK_TABLE = re.compile(r"^\s*create\s+table\s+(\S+__dbt_merge_\w+)", re.IGNORECASE)
+#: a relation name as the macros render it: parts, plain or in backticks, joined by dots
+_NAME = r"((?:`(?:[^`]|``)*`|[^\s`.(]+)(?:\.(?:`(?:[^`]|``)*`|[^\s`.(]+))*)"
+_TEMP_VIEW = re.compile(r"^\s*create\s+or\s+replace\s+temporary\s+view\s+" + _NAME, re.IGNORECASE)
+_CACHE = re.compile(r"^\s*cache\s+lazy\s+table\s+" + _NAME, re.IGNORECASE)
+_WORK_TABLE = re.compile(r"^\s*create\s+table\s+" + _NAME, re.IGNORECASE)
+
+
+def quote(name: Any) -> str:
+    """A Spark SQL identifier: `name` in backticks, a backtick inside doubled."""
+    return "`" + str(name).replace("`", "``") + "`"
+
+
+def literal(value: Any) -> str:
+    """A Spark SQL string literal of `value` (a boolean as true/false)."""
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @dataclass(frozen=True)
@@ -51,7 +66,7 @@ class Relation:
         return replace(self, **changes)
 
     def render(self) -> str:
-        return ".".join(p for p in (self.schema, self.identifier) if p)
+        return ".".join(quote(p) for p in (self.schema, self.identifier) if p)
 
     def __str__(self) -> str:
         return self.render()
@@ -115,6 +130,31 @@ class SparkRunner:
         self.cached: list[str] = []
         self.work_tables: list[str] = []
         self.settings: list[str] = []
+        self.source: tuple[str, Any] | None = None  # (view name, the pinned DataFrame)
+
+    def register_source(self, df, name: str) -> str:
+        """The DataFrame as the flow's source, read once: a temporary view `name` of a local
+        checkpoint of it. The checkpoint's rows are computed by the first job that reads them
+        (the source check) and kept by Spark's block manager; every later step (the counts, the
+        write) reads those rows, never `df`'s inputs again. So a table or folder the session
+        writes meanwhile, a non-deterministic expression, or a full refresh that drops the table
+        `df` reads, cannot change what is written after it was checked. The user's `df`, and its
+        cache if they cached it, are not touched. Returns the SELECT of the source."""
+        pinned = df.localCheckpoint(eager=False)
+        pinned.createTempView(name)
+        self.source = (name, pinned)
+        return f"select * from `{name}`"
+
+    def _release_source(self) -> None:
+        """Drop the source's view from the session's catalog without uncaching anything (DROP
+        VIEW and Catalog.dropTempView uncache every cached plan equal to the view's: the user's
+        cached DataFrame), and free the checkpoint's blocks."""
+        if self.source is None:
+            return
+        name, pinned = self.source
+        self.source = None
+        self.spark._jsparkSession.sessionState().catalog().dropTempView(name)
+        pinned._jdf.logicalPlan().rdd().unpersist(False)
 
     def query(self, sql: str) -> tuple[list[str], list[tuple]]:
         self._track(sql)
@@ -133,7 +173,8 @@ class SparkRunner:
         for pattern, names in ((_TEMP_VIEW, self.views), (_CACHE, self.cached),
                                (_WORK_TABLE, self.work_tables)):
             found = pattern.match(sql)
-            if found and found.group(1) not in names:
+            if (found and found.group(1) not in names
+                    and (pattern is not _WORK_TABLE or "__dbt_merge_" in found.group(1))):
                 names.append(found.group(1))
 
     # ------------------------------------------------------------- dbt's context, for the macros
@@ -168,6 +209,62 @@ class SparkRunner:
         )
         return int(value) if value.lstrip("-").isdigit() else None
 
+    # ----------------------------------------------------------------- which commit is ours
+
+    @contextlib.contextmanager
+    def marking_commits(self, key: str, value: str):
+        """Every Iceberg commit this thread makes inside the block carries `key` = `value` in its
+        snapshot summary: Iceberg's own commit properties of the thread (CommitMetadata, read
+        by every Spark write it commits, MERGE INTO and INSERT OVERWRITE included; PySpark
+        runs a Python thread's calls on one JVM thread). Properties the thread had are kept and
+        put back. Without Iceberg on the session's class path, nothing is marked."""
+        local = self._commit_properties()
+        if local is None:
+            yield
+            return
+        before = local.get()
+        marks = self.spark._jvm.java.util.HashMap()
+        if before is not None:
+            marks.putAll(before)
+        marks.put(key, value)
+        local.set(marks)
+        try:
+            yield
+        finally:
+            if before is None:
+                local.remove()
+            else:
+                local.set(before)
+
+    def _commit_properties(self):
+        """Iceberg's CommitMetadata thread-local, or None without Iceberg."""
+        from py4j.protocol import Py4JError
+
+        jvm = self.spark._jvm
+        try:
+            loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+            cls = jvm.java.lang.Class.forName("org.apache.iceberg.spark.CommitMetadata", True,
+                                              loader)
+            field = cls.getDeclaredField("COMMIT_PROPERTIES")
+            field.setAccessible(True)
+            return field.get(None)
+        except Py4JError:
+            return None
+
+    def marked_snapshot(self, relation: Relation, key: str, value: str) -> int | None:
+        """The newest snapshot of the Iceberg table whose summary has `key` = `value` (this
+        call's commit), or None (not Iceberg, or no commit of this call)."""
+        from pyspark.errors import AnalysisException
+
+        try:
+            rows = self.spark.sql(
+                f"select snapshot_id from {relation}.snapshots where summary[{literal(key)}]"
+                f" = {literal(value)} order by committed_at desc limit 1"
+            ).collect()
+        except AnalysisException:
+            return None
+        return int(rows[0][0]) if rows else None
+
     # ------------------------------------------------------------------ leave nothing behind
 
     def close(self, failed: bool) -> None:
@@ -175,6 +272,7 @@ class SparkRunner:
         A partition rewrite's work table marked complete (dbt_merge.ready) is kept after a
         failure: the next merge into the table finishes that write from it."""
         try:
+            self._release_source()
             for name in reversed(self.cached):
                 self.spark.sql(f"uncache table if exists {name}")
             for name in reversed(self.views):
