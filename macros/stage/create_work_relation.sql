@@ -84,10 +84,13 @@
   Spark: a SELECT that Spark calls non-deterministic (rand(), uuid(), monotonically_increasing_id(),
   a non-deterministic UDF, also through an upstream view) cannot be the source of a MERGE INTO a
   copy-on-write table: Spark 3.5 refuses it (INVALID_NON_DETERMINISTIC_EXPRESSIONS), whatever the
-  cache holds. Its rows are written once to a parquet table in the target's schema
-  (<model>__dbt_merge_s_<invocation id>, dropped at the end, and by the next run if this one
-  fails: finish_interrupted_write), and the stage reads that table: every step reads the rows
-  the checks saw, and the MERGE's source is deterministic. Spark's own flag decides: a join
+  cache holds. Its rows are written once to an ORC table in the target's schema
+  (<model>__dbt_merge_s_<invocation id>, marked as the package's work table, dropped at the end,
+  and by the next run if this one fails: finish_interrupted_write), and the stage reads that
+  table: every step reads the rows the checks saw, and the MERGE's source is deterministic. ORC,
+  not parquet: Spark writes any date and timestamp to ORC as it is, where a parquet write of one
+  before 1582 fails unless a session setting says how to rebase it
+  (INCONSISTENT_BEHAVIOR_CROSS_VERSION), and ORC stores intervals. Spark's own flag decides: a join
   condition holding the SELECT in a subquery fails analysis exactly when the SELECT is
   non-deterministic, and EXPLAIN returns that failure as text without running anything.
   Otherwise the same EXPLAIN (COST) prints the optimizer's estimate of the staged SELECT (its
@@ -115,7 +118,8 @@
                                  type='table') %}
   {% do log('dbt_merge ' ~ model.name ~ ': the SELECT is non-deterministic; its rows are written once to '
       ~ copy ~ ' and merged from there.') %}
-  {% do dbt_merge.run_statement('create table ' ~ copy ~ ' using parquet as select * from ' ~ relation, 'dbt_merge_work_table') %}
+  {% do dbt_merge.run_statement('create table ' ~ copy ~ ' using orc ' ~ dbt_merge.work_table_properties(this)
+      ~ ' as select * from ' ~ relation, 'dbt_merge_work_table') %}
   {% do dbt_merge.drop_work_relation(relation, materialize) %}
   {% do dbt_merge.create_work_relation(relation, 'select * from ' ~ copy, materialize) %}
   {{ return({'copy': copy, 'bytes': none}) }}

@@ -33,5 +33,5 @@
    anything reads the target, a write that an interrupted run left unfinished is finished. #}
 {% macro spark__validate_engine_config(cfg) %}
   {% do dbt_merge.check_table_format(config.get('file_format') or 'parquet', cfg) %}
-  {% do dbt_merge.finish_interrupted_write(load_cached_relation(this)) %}
+  {% do dbt_merge.finish_interrupted_write(load_cached_relation(this), dry_run=cfg.dry_run) %}
 {% endmacro %}

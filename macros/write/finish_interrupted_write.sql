@@ -4,20 +4,26 @@
   table without the rows it was rewriting: Spark deletes a table without partitions before it
   writes it again, and swaps partitions one at a time. Those rows are then still in the run's work
   table, marked complete before the target was touched. The next run of the model, before anything
-  reads the target, finishes that write: the same INSERT OVERWRITE from the work table, which
-  leaves the table as the interrupted run would have. A work table not marked complete (the run
-  stopped before touching the target) is dropped, and so is every leftover on a rebuild.
-  `existing` is the target as dbt found it (none on a first run).
+  reads the target, finishes that write: the partitions the run was emptying are dropped and the
+  same INSERT OVERWRITE runs from the work table, which leaves the table as the interrupted run
+  would have. A work table not marked complete (the run stopped before touching the target) is
+  dropped, and so is every leftover on a rebuild.
+  A work table is the run's own only when it carries the package's mark (the table property
+  dbt_merge.work_for, naming the table it was made for): a table of the user's whose name merely
+  looks like one is never read, finished or dropped.
+  `existing` is the target as dbt found it (none on a first run). A dry run writes nothing: it
+  leaves leftovers where they are, and refuses when a write is unfinished (its counts would be of
+  a table missing the rows that write holds).
 -#}
-{% macro finish_interrupted_write(existing) %}
-  {{ return(adapter.dispatch('finish_interrupted_write', 'dbt_merge')(existing)) }}
+{% macro finish_interrupted_write(existing, dry_run=false) %}
+  {{ return(adapter.dispatch('finish_interrupted_write', 'dbt_merge')(existing, dry_run)) }}
 {% endmacro %}
 
 {# Other engines write in one transaction or commit: there is never a write to finish. #}
-{% macro default__finish_interrupted_write(existing) %}
+{% macro default__finish_interrupted_write(existing, dry_run) %}
 {% endmacro %}
 
-{% macro spark__finish_interrupted_write(existing) %}
+{% macro spark__finish_interrupted_write(existing, dry_run) %}
   {% if existing is none %}
     {{ return(none) }}
   {% endif %}
@@ -29,32 +35,63 @@
   {% set pattern = modules.re.sub('[^A-Za-z0-9_]', '*', prefix) ~ '*|'
                    ~ modules.re.sub('[^A-Za-z0-9_]', '*', copy_prefix) ~ '*' %}
   {% set leftovers = [] %}
-  {% for row in dbt_merge.run_sql('show tables in ' ~ existing.schema ~ " like '" ~ pattern ~ "'",
+  {% for row in dbt_merge.run_sql('show tables in ' ~ dbt_merge.quote_identifier(existing.schema) ~ " like '" ~ pattern ~ "'",
                                    'dbt_merge_leftovers').rows %}
     {% set name = row[1] | lower %}
-    {% if not row[2] and name != copy_prefix | lower and name.startswith(copy_prefix | lower) %}
-      {% do leftovers.append({'relation': existing.incorporate(path={'identifier': row[1]}), 'ready': none}) %}
-    {% elif not row[2] and name != prefix | lower and name.startswith(prefix | lower) %}
+    {% set copy = name != copy_prefix | lower and name.startswith(copy_prefix | lower) %}
+    {% set rewrite = name != prefix | lower and name.startswith(prefix | lower) %}
+    {% if not row[2] and (copy or rewrite) %}
       {% set work = existing.incorporate(path={'identifier': row[1]}) %}
-      {#- the value, or a sentence saying the table does not have the property -#}
-      {% set ready = dbt_merge.run_sql('show tblproperties ' ~ work ~ " ('dbt_merge.ready')",
-                                       'dbt_merge_leftovers').rows[0][-1] %}
-      {% do leftovers.append({'relation': work,
-                              'ready': ready if modules.re.match('[0-9]{4}-[0-9]{2}-[0-9]{2}T', ready) else none}) %}
+      {% set marks = dbt_merge.work_table_marks(work) %}
+      {% if (marks.get('dbt_merge.work_for') or '') | lower == existing.identifier | lower %}
+        {% set ready = marks.get('dbt_merge.ready') or '' %}
+        {% do leftovers.append({'relation': work,
+                                'ready': ready if rewrite and modules.re.match('[0-9]{4}-[0-9]{2}-[0-9]{2}T', ready) else none,
+                                'emptied': fromjson(marks.get("dbt_merge.emptied") or "[]")}) %}
+      {% endif %}
     {% endif %}
   {% endfor %}
   {% if not leftovers %}
     {{ return(none) }}
   {% endif %}
   {% set storage = none if existing.is_view or should_full_refresh() else dbt_merge.table_storage(existing) %}
+  {% set unfinished = leftovers | selectattr('ready') | list if storage is not none and storage.write == 'overwrite' else [] %}
+  {% if dry_run %}
+    {% if unfinished %}
+      {{ dbt_merge.raise_merge_error("a run that rewrote " ~ existing ~ " was interrupted before it finished (its rows "
+          ~ "are in " ~ unfinished[0].relation ~ "): a dry run would count a table missing them. Run once "
+          ~ "without dry_run: it finishes that write first. Nothing was written.") }}
+    {% endif %}
+    {{ return(none) }}
+  {% endif %}
   {#- oldest first: each finished write is the state the next one started from -#}
-  {% for work in leftovers | selectattr('ready') | sort(attribute='ready')
-      if storage is not none and storage.write == 'overwrite' %}
+  {% for work in unfinished | sort(attribute='ready') %}
     {% do log('dbt_merge ' ~ model.name ~ ': a run started at ' ~ work.ready ~ ' was interrupted while it '
         ~ 'rewrote ' ~ existing ~ '; finishing its write from ' ~ work.relation ~ ' first.', info=true) %}
+    {% if work.emptied %}
+      {% do dbt_merge.run_statement('alter table ' ~ existing ~ ' drop if exists ' ~ work.emptied | join(', '),
+          'dbt_merge_drop_partitions') %}
+    {% endif %}
     {% do dbt_merge._overwrite_from_work_table(existing, storage, work.relation) %}
   {% endfor %}
   {% for work in leftovers %}
     {% do dbt_merge.run_statement('drop table if exists ' ~ work.relation, 'dbt_merge_leftovers') %}
   {% endfor %}
+{% endmacro %}
+
+{#- The package's table properties of a work table ({name: value} of those starting with
+    dbt_merge.): its mark and state. -#}
+{% macro work_table_marks(relation) %}
+  {% set marks = {} %}
+  {% for row in dbt_merge.run_sql('show tblproperties ' ~ relation, 'dbt_merge_leftovers').rows
+      if (row[0] or '').startswith('dbt_merge.') %}
+    {% do marks.update({row[0]: row[1] | string}) %}
+  {% endfor %}
+  {{ return(marks) }}
+{% endmacro %}
+
+{#- `tblproperties (...)` marking a work table the run creates as the package's, made for `target`
+    (finish_interrupted_write recognises its own work tables by it, never by their names). -#}
+{% macro work_table_properties(target) %}
+  {{ return("tblproperties ('dbt_merge.work_for' = " ~ dbt_merge._sql_string(target.identifier) ~ ")") }}
 {% endmacro %}

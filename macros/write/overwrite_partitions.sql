@@ -9,15 +9,19 @@
   which is materialized in a work table first: Spark refuses to overwrite a table that the same
   statement reads. The work table is a real parquet table in the target's schema, so every
   executor of a cluster reads it, named after the model and the invocation
-  (<model>__dbt_merge_w_<invocation id>), and dropped at the end. Then:
-    1. partitions left with no row (full_merge deleting all their rows, or updates moving rows to
-       another partition) are dropped: an INSERT OVERWRITE cannot empty a partition it writes
-       no row to. These partitions hold only rows the merge removes;
-    2. the work table is marked complete (see finish_interrupted_write);
+  (<model>__dbt_merge_w_<invocation id>), marked as the package's (work_table_properties), and
+  dropped at the end. Then, nothing of the target having been touched yet:
+    1. the work table is marked complete (see finish_interrupted_write), with the partitions the
+       merge leaves with no row (full_merge deleting all their rows, or updates moving rows to
+       another partition): an INSERT OVERWRITE cannot empty a partition it writes no row to.
+       These partitions hold only rows the merge removes;
+    2. those partitions are dropped;
     3. INSERT OVERWRITE of the affected partitions from the work table, with dynamic partition
        overwrite, so that the other partitions are not touched. A table without partitions is
        rewritten whole.
-  Not one commit: steps 1 and 3 are separate statements, and 3 swaps partitions one at a time
+  A run stopped anywhere after 1 is finished by the next one from the work table (steps 2 and 3
+  again), so a row moved to another partition is never lost with its old partition.
+  Not one commit: steps 2 and 3 are separate statements, and 3 swaps partitions one at a time
   (docs/how-it-works.md, "Atomicity"). The statistics are those already counted; nothing here changes them.
 -#}
 {% macro overwrite_partitions(plan, counts, storage) %}
@@ -31,7 +35,8 @@
 {% macro spark__overwrite_partitions(plan, counts, storage) %}
   {% set work = plan.target.incorporate(path={'identifier': plan.target.identifier ~ '__dbt_merge_w_'
                                                             ~ invocation_id | replace('-', '')}) %}
-  {% do dbt_merge.run_statement('create table ' ~ work ~ ' using parquet as select '
+  {% do dbt_merge.run_statement('create table ' ~ work ~ ' using parquet '
+      ~ dbt_merge.work_table_properties(plan.target) ~ ' as select '
       ~ dbt_merge.column_list(storage.columns) ~ ' from '
       ~ plan.target ~ ' where false', 'dbt_merge_work_table') %}
   {% if plan.writes_source_rows %}
@@ -47,17 +52,19 @@
       ~ dbt_merge._merged_rows_sql(plan, counts, storage.columns, storage.partition_by), 'dbt_merge_work_rows') %}
 
   {% set emptied = dbt_merge._emptied_partitions(plan, counts, storage, work) %}
+  {% if plan.writes_source_rows %}
+    {% do dbt_merge.run_statement('uncache table if exists ' ~ plan.changes, 'dbt_merge_work_table') %}
+  {% endif %}
+  {#- From here on the work table holds the only complete copy of the rows being rewritten: an
+      interrupted run's next run finishes the write from it (finish_interrupted_write), the
+      emptied partitions' drop included. -#}
+  {% do dbt_merge.run_statement('alter table ' ~ work ~ " set tblproperties ('dbt_merge.ready' = "
+      ~ dbt_merge._sql_string(run_started_at.isoformat()) ~ ", 'dbt_merge.emptied' = "
+      ~ dbt_merge._sql_string(tojson(emptied)) ~ ")", 'dbt_merge_work_table') %}
   {% if emptied %}
     {% do dbt_merge.run_statement('alter table ' ~ plan.target ~ ' drop if exists ' ~ emptied | join(', '),
         'dbt_merge_drop_partitions') %}
   {% endif %}
-  {#- From here on the work table holds the only complete copy of the rows being rewritten: an
-      interrupted run's next run finishes the write from it (finish_interrupted_write). -#}
-  {% if plan.writes_source_rows %}
-    {% do dbt_merge.run_statement('uncache table if exists ' ~ plan.changes, 'dbt_merge_work_table') %}
-  {% endif %}
-  {% do dbt_merge.run_statement('alter table ' ~ work ~ " set tblproperties ('dbt_merge.ready' = '"
-      ~ run_started_at.isoformat() ~ "')", 'dbt_merge_work_table') %}
   {% do dbt_merge._overwrite_from_work_table(plan.target, storage, work) %}
   {% do dbt_merge.run_statement('drop table if exists ' ~ work, 'dbt_merge_work_table') %}
 {% endmacro %}
