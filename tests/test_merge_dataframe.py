@@ -176,17 +176,3 @@ def test_pyspark_job_example(spark, capsys):
     assert second.snapshot_id is not None and second.snapshot_id != first.snapshot_id
     out = capsys.readouterr().out
     assert f"{SCHEMA}.example_customers: 1 inserted, 1 updated, 0 deleted, 1 unchanged" in out
-
-
-@pytest.mark.spark
-@pytest.mark.parametrize("name", ["spark_catalog.frontend_df.t", "frontend_df.", ".t"])
-def test_a_target_not_named_schema_table_is_refused(spark, name):
-    """A three-part name or an empty part: refused before anything runs, with the fix."""
-    from dbt_merge import MergeError
-    from dbt_merge.spark import merge_dataframe
-
-    df = spark.createDataFrame(SOURCE, COLUMNS)
-    before = _session_state(spark)
-    with pytest.raises(MergeError, match=r"must be 'schema\.table' or 'table'"):
-        merge_dataframe(df, name, key_columns="id")
-    assert _session_state(spark) == before

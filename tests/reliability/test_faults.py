@@ -298,7 +298,7 @@ def test_statement_fails_midway_spark(spark, tmp_path):
 # unpartitioned, then partitioned by p = id % 16 (every partition is affected). A kill point is
 # (name, text logged when the step starts, what to wait for in the table's folder, delay).
 PARQUET_KILL_POINTS = [
-    ("", [("filling the work table", "using parquet as select", None, 0.5),
+    ("", [("filling the work table", "using parquet tblproperties", None, 0.5),
           # Spark deletes the files of a table without partitions before it writes it again
           ("overwriting the table, its files deleted", "insert overwrite table", "no data", 0.0)]),
     # the new partitions are written under .spark-staging-*, then moved in one by one
