@@ -169,15 +169,15 @@ def _land(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from dbt_merge.report import format_markdown, load_report
 
+    text = format_markdown(load_report(args.run_results, args.manifest))
+    if not args.output:
+        print(text, end="")
+        return 0
     try:
-        text = format_markdown(load_report(args.run_results, args.manifest))
-        if args.output:
-            with open(args.output, "a", encoding="utf-8") as out:
-                out.write(text)
-        else:
-            print(text, end="")
-    except OSError as error:  # a missing run_results.json: a message, not a traceback
-        raise RuntimeError(str(error)) from error
+        with open(args.output, "a", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as error:
+        raise RuntimeError(f"cannot write {args.output}: {error.strerror or error}") from None
     return 0
 
 
