@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from ch_data import PROJECT, project_args
 from dbt_merge.cli import INSPECT_HEADERS, main
+from duckdb_env import forget_dbt_duckdb_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,7 +102,9 @@ def closed_port():
 def no_clickhouse(monkeypatch, closed_port):
     """The environment of a machine whose ClickHouse is not running: the profile's DSN (and
     CLICKHOUSE_DSN) point at a closed port; the Spark target's variables are set (dbt parses
-    them), though no Spark starts."""
+    them), though no Spark starts. No environment of an earlier in-process dbt-duckdb run is
+    left for dbt's parse to load the project's sources into."""
+    forget_dbt_duckdb_env()
     dsn = f"http://127.0.0.1:{closed_port}"
     for var in ("CLICKHOUSE_HOST", "CLICKHOUSE_PORT", "CLICKHOUSE_CHDB_CONFIG"):
         monkeypatch.delenv(var, raising=False)
