@@ -1,6 +1,9 @@
-"""A merge model's config key that nothing reads (a typo) draws a warning naming the model, the
-key and the closest known key, wherever it was set (config(), dbt_project.yml, schema.yml);
-ordinary dbt and adapter keys never do. --warn-error makes it an error that changes nothing."""
+"""A merge model's config key that nothing reads: a misspelling of a key the merge or dbt reads
+(within edit distance 2: `stratgy`, `unique_keys`) fails the model before anything runs, with
+the key and the fix, and is checked before the required keys (so `unique_keys` says what is
+wrong, not that unique_key is missing); a key far from every known one is a warning naming the
+model and the key (--warn-error makes it an error), wherever it was set (config(),
+dbt_project.yml, schema.yml); ordinary dbt and adapter keys say nothing."""
 
 from __future__ import annotations
 
@@ -13,16 +16,21 @@ SCHEMA = "cfg_keys"
 SELECT = "select {{ var('v', 1) }} as id, 'a' as name"
 
 
-def _model(config: str = "") -> str:
+def _model(config: str = "", key: str = "unique_key='id', ") -> str:
     return (
-        "{{ config(materialized='merge', unique_key='id', schema='" + SCHEMA + "'"
+        "{{ config(materialized='merge', " + key + "schema='" + SCHEMA + "'"
         + (", " + config if config else "") + ") }}\n" + SELECT + "\n"
     )
 
 
 MODELS = {
     "ck_typo": _model("merge_update_conditon='name is not null'"),
+    "ck_stratgy": _model("stratgy='full_merge'"),
+    "ck_unique_keys": _model("unique_keys='id'", key=""),
+    "ck_case": _model("Strategy='insert'"),
+    "ck_dbt_key": _model("contrat={'enforced': true}"),  # dbt's own contract
     "ck_no_match": _model("owner_team='finance'"),
+    "ck_far": _model("dedup_ordering='name'"),  # 3 edits from dedup_order_by
     "ck_project": _model(),  # its typo is set in dbt_project.yml
     "ck_yaml": _model(),  # its typo is set in schema.yml
     # ordinary dbt keys, and keys of the other adapter: no warning
@@ -32,7 +40,8 @@ MODELS = {
         " persist_docs={'relation': false}, docs={'show': true}, grants={},"
         " contract={'enforced': false}, pre_hook='select 1', post_hook=['select 2'],"
         " on_schema_change='ignore', incremental_strategy='merge', tblproperties={'a': 'b'},"
-        " location_root='/tmp/nowhere', clustered_by='id', buckets=none, indexes=[]) }}\n"
+        " location_root='/tmp/nowhere', clustered_by='id', buckets=none, indexes=[],"
+        " compression='zstd', rows_per_file=10) }}\n"  # a location model's file options
         "{% call set_sql_header(config) %}select 1;{% endcall %}\n" + SELECT + "\n"
     ),
 }
@@ -48,16 +57,32 @@ SCHEMA_YML = {
                                                                "meta": {"a": 1}}},
     ]
 }
-WARNINGS = {
-    "ck_typo": "dbt_merge: model 'ck_typo': unknown config key 'merge_update_conditon'"
-               " (did you mean 'merge_update_condition'?)",
-    "ck_no_match": "dbt_merge: model 'ck_no_match': unknown config key 'owner_team'."
-                   " It has no effect",
-    "ck_project": "dbt_merge: model 'ck_project': unknown config key 'dedup_order_bi'"
-                  " (did you mean 'dedup_order_by'?)",
-    "ck_yaml": "dbt_merge: model 'ck_yaml': unknown config key 'strategie'"
-               " (did you mean 'strategy'?)",
+
+
+def _refused(key: str, known: str) -> str:
+    return (f"unknown config key '{key}' (did you mean '{known}'?). It would be ignored, so the "
+            f"model is not run: rename it to '{known}', or move a custom value under meta.")
+
+
+#: misspellings: the model fails with this message, the target as it was
+ERRORS = {
+    "ck_typo": _refused("merge_update_conditon", "merge_update_condition"),
+    "ck_stratgy": _refused("stratgy", "strategy"),
+    "ck_unique_keys": _refused("unique_keys", "unique_key"),
+    "ck_case": _refused("Strategy", "strategy"),
+    "ck_dbt_key": _refused("contrat", "contract"),
+    "ck_project": _refused("dedup_order_bi", "dedup_order_by"),
+    "ck_yaml": _refused("strategie", "strategy"),
 }
+#: keys far from every known one: a warning, and the model runs
+WARNINGS = {
+    "ck_no_match": "dbt_merge: model 'ck_no_match': unknown config key 'owner_team'."
+                   " It has no effect: fix its name, or move a custom value under meta.",
+    "ck_far": "dbt_merge: model 'ck_far': unknown config key 'dedup_ordering' (did you mean"
+              " 'dedup_order_by'?). It has no effect: fix its name, or move a custom value"
+              " under meta.",
+}
+TARGET = [{"id": 0, "name": "before"}]
 
 
 def _project(root):
@@ -79,6 +104,8 @@ def project(tmp_path_factory):
         engine.setup(SCHEMA)
         for model in MODELS:
             engine.drop(SCHEMA, model)
+        for model in ERRORS:  # an existing target, which a refused run must leave as it is
+            engine.create(SCHEMA, model, [("id", "int"), ("name", "str")], TARGET)
     return _project(tmp_path_factory.mktemp("cfg_keys"))
 
 
@@ -89,31 +116,46 @@ def first_run(project):
     return run, _warnings(events)
 
 
-def test_every_model_still_runs(first_run):
+def test_a_misspelt_key_fails_the_model_and_leaves_the_target(first_run):
     run, _ = first_run
-    assert run.success, [(r.node.name, r.message) for r in run.results]
+    failed = {r.node.name for r in run.results if str(r.status) == "error"}
+    assert failed == set(ERRORS), [(r.node.name, r.status, r.message) for r in run.results]
+    with DuckEngine() as engine:
+        for model, message in ERRORS.items():
+            error = run.error(model)
+            assert f"dbt_merge: model '{model}': {message}" in " ".join(error.split()), error
+            assert "unique_key is missing" not in error
+            assert engine.rows(SCHEMA, model)[1] == TARGET, model
+
+
+def test_other_models_run(first_run):
+    run, _ = first_run
+    for model in set(MODELS) - set(ERRORS):
+        assert str(run.result(model).status) == "success", run.result(model).message
 
 
 @pytest.mark.parametrize("model", sorted(WARNINGS))
-def test_unknown_key_warns_with_the_closest_known_key(first_run, model):
+def test_a_key_far_from_every_known_one_is_a_warning(first_run, model):
     _, warnings = first_run
-    assert [w for w in warnings if f"model '{model}'" in w] != [], warnings
-    assert any(w.startswith(WARNINGS[model]) for w in warnings), warnings
+    assert WARNINGS[model] in warnings, warnings
 
 
 def test_one_warning_per_unknown_key_and_none_for_ordinary_keys(first_run):
     _, warnings = first_run
-    assert len(warnings) == len(WARNINGS), warnings
-    assert not [w for w in warnings if "ck_ordinary" in w]
+    assert sorted(warnings) == sorted(WARNINGS.values()), warnings
 
 
-def test_warn_error_fails_the_model_and_leaves_the_target(project, first_run):
-    run = run_dbt(["--warn-error", "run", "--select", "ck_typo"], project, "duckdb",
-                  PROFILES_DIR, vars={"v": 2})
+@pytest.mark.parametrize("flag, model", [
+    (["--warn-error"], "ck_no_match"),
+    (["--warn-error-options", '{"error": ["JinjaLogWarning"]}'], "ck_far"),
+])
+def test_warn_error_fails_the_model_and_leaves_the_target(project, first_run, flag, model):
+    run = run_dbt([*flag, "run", "--select", model], project, "duckdb", PROFILES_DIR,
+                  vars={"v": 2})
     assert not run.success
-    assert WARNINGS["ck_typo"] in run.error("ck_typo")
+    assert WARNINGS[model] in run.error(model)
     with DuckEngine() as engine:
-        assert engine.rows(SCHEMA, "ck_typo")[1] == [{"id": 1, "name": "a"}]
+        assert engine.rows(SCHEMA, model)[1] == [{"id": 1, "name": "a"}]
 
 
 @pytest.mark.spark
@@ -122,13 +164,13 @@ def test_spark_keys_do_not_warn_but_a_typo_does(spark, tmp_path):
     spark.sql(f"drop table if exists {SCHEMA}.ck_spark")
     model = _model(
         "file_format='iceberg', partition_by=['id'], tblproperties={'format-version': '2'},"
-        " persist_docs={'relation': true}, merge_exclude_columns=none, strategi='upsert'"
+        " persist_docs={'relation': true}, merge_exclude_columns=none, owner_team='x'"
     )
     root = make_project(tmp_path / "spark", "cfg_keys_spark", {"ck_spark": model})
     events: list = []
     run = run_dbt(["run"], root, "spark", PROFILES_DIR, callbacks=[events.append])
     assert run.success, [(r.node.name, r.message) for r in run.results]
     assert _warnings(events) == [
-        "dbt_merge: model 'ck_spark': unknown config key 'strategi' (did you mean 'strategy'?)."
+        "dbt_merge: model 'ck_spark': unknown config key 'owner_team'."
         " It has no effect: fix its name, or move a custom value under meta."
     ]

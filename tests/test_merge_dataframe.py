@@ -112,8 +112,8 @@ def test_guest_in_the_users_session(spark):
             merge_dataframe(bad, table, key_columns=["id"], strategy="upsert")
         assert isinstance(error.value, ValueError)
         assert str(error.value) == (
-            f"dbt_merge: table '{table}': 1 unique_key value(s) occur more than once in the "
-            "DataFrame, e.g. (id) = (5). Make the key unique in the DataFrame, fix unique_key, or "
+            f"dbt_merge: table '{table}': 1 key value(s) occur more than once in the "
+            "DataFrame, e.g. (id) = (5). Make the key unique in the DataFrame, fix key_columns, or "
             "use strategy='deduplicate' with dedup_order_by to keep one row per key. The target "
             "was not changed.")
         assert _rows(spark, table) == TARGET and _snapshots(spark, table) == snapshots

@@ -119,7 +119,7 @@ def test_refused_merge_leaves_the_target(con):
     with pytest.raises(MergeError) as error:
         merge_table(con, "select 1 as id, 'x' as name, 1 as updated_at union all "
                          "select 1, 'y', 2", "analytics.t", "id")
-    assert str(error.value).startswith("dbt_merge: table 'analytics.t': 1 unique_key value(s) "
+    assert str(error.value).startswith("dbt_merge: table 'analytics.t': 1 key value(s) "
                                        "occur more than once in the source, e.g. (id) = (1)")
     assert "The target was not changed." in str(error.value)
     assert _rows(con) == rows and _state(con) == before

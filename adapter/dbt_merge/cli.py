@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +20,7 @@ from dbt_merge.clickhouse.client import (
     check_loadable,
     connect,
 )
-from dbt_merge.clickhouse.config import ClickHouseConfig
+from dbt_merge.clickhouse.config import ENV_VARS, ClickHouseConfig, redact_dsn
 from dbt_merge.clickhouse.engines import EngineInfo, Family
 from dbt_merge.clickhouse.final_decision import FinalNotSupportedError
 from dbt_merge.sources import ClickHouseSource, parse_project
@@ -85,12 +87,58 @@ def _profiles_dir(args: argparse.Namespace) -> str:
     return args.profiles_dir or os.environ.get("DBT_PROFILES_DIR") or str(Path.home() / ".dbt")
 
 
-def _plans(args: argparse.Namespace) -> tuple[Catalog, list[tuple[ClickHouseSource, ReadPlan]]]:
+def _plans(
+    args: argparse.Namespace, doing: str
+) -> tuple[Catalog, list[tuple[ClickHouseSource, ReadPlan]]] | None:
+    """The read plan of each ClickHouse source of the project, or None (and a line saying so)
+    when the project marks none: then nothing is connected to."""
     sources = parse_project(args.project_dir, _profiles_dir(args), args.target, args.plugin)
-    config = ClickHouseConfig.from_mapping({"dsn": args.dsn})
-    catalog = Catalog(connect(config))
+    if not sources:
+        print(
+            f"No source of the dbt project in {args.project_dir} is marked as a ClickHouse source "
+            f"(`plugin: {args.plugin}` in its meta or config), so there is nothing to {doing}; "
+            "nothing was connected to. Pass --plugin NAME if the sources name the plugin "
+            "otherwise."
+        )
+        return None
+    catalog = Catalog(_connect(ClickHouseConfig.from_mapping({"dsn": args.dsn}), args.dsn))
     plans = [(s, catalog.plan(s.database, s.table, s.use_final, s.label)) for s in sources]
     return catalog, plans
+
+
+def _address(config: ClickHouseConfig, dsn_given: str | None) -> tuple[str, str]:
+    """Where `config` points (its password hidden), and where that came from."""
+    if config.dsn:
+        return redact_dsn(config.dsn), "--dsn" if dsn_given else ENV_VARS["dsn"]
+    port = config.port or (8443 if config.secure else 8123)
+    named = [ENV_VARS[k] for k in ("host", "port") if os.environ.get(ENV_VARS[k])]
+    origin = " and ".join(named) or "the default: no --dsn, CLICKHOUSE_DSN or CLICKHOUSE_HOST set"
+    return f"{config.host or 'localhost'}:{port}", origin
+
+
+def _connect(config: ClickHouseConfig, dsn_given: str | None):
+    """A client for `config`; a server that cannot be reached is one error naming where the
+    address came from and how to give another (the drivers' own retry warnings kept quiet)."""
+    from clickhouse_connect.driver.exceptions import ClickHouseError
+
+    quiet = [logging.getLogger(name) for name in ("clickhouse_connect", "urllib3")]
+    levels = [logger.level for logger in quiet]
+    for logger in quiet:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        return connect(config)
+    except ClickHouseError as error:
+        where, origin = _address(config, dsn_given)
+        reason = re.search(r"\[Errno -?\d+\] ([^'\")]+)", str(error))
+        reason = reason.group(1).strip() if reason else " ".join(str(error).split())[:300]
+        raise RuntimeError(
+            f"cannot connect to ClickHouse at {where} (from {origin}): {reason}. Start it, or "
+            "point --dsn (or CLICKHOUSE_DSN, or CLICKHOUSE_HOST and CLICKHOUSE_PORT) at a "
+            "ClickHouse server that is running."
+        ) from None
+    finally:
+        for logger, level in zip(quiet, levels, strict=True):
+            logger.setLevel(level)
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -136,7 +184,10 @@ def inspect_rows(plans: Sequence[tuple[ClickHouseSource, ReadPlan]]) -> list[lis
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    _, plans = _plans(args)
+    found = _plans(args, "inspect")
+    if found is None:
+        return 0
+    _, plans = found
     print(format_table(INSPECT_HEADERS, inspect_rows(plans)))
     return 0
 
@@ -145,7 +196,10 @@ def _land(args: argparse.Namespace) -> int:
     from dbt_merge.spark.loader import land
     from dbt_merge.spark.profile import get_spark_session, load_target, spark_conf
 
-    catalog, plans = _plans(args)
+    found = _plans(args, "land")
+    if found is None:
+        return 0
+    catalog, plans = found
     for _, plan in plans:
         check_loadable(plan)
     project = yaml.safe_load((Path(args.project_dir) / "dbt_project.yml").read_text())
@@ -169,15 +223,15 @@ def _land(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from dbt_merge.report import format_markdown, load_report
 
+    text = format_markdown(load_report(args.run_results, args.manifest))
+    if not args.output:
+        print(text, end="")
+        return 0
     try:
-        text = format_markdown(load_report(args.run_results, args.manifest))
-        if args.output:
-            with open(args.output, "a", encoding="utf-8") as out:
-                out.write(text)
-        else:
-            print(text, end="")
-    except OSError as error:  # a missing run_results.json: a message, not a traceback
-        raise RuntimeError(str(error)) from error
+        with open(args.output, "a", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as error:
+        raise RuntimeError(f"cannot write {args.output}: {error.strerror or error}") from None
     return 0
 
 
@@ -188,7 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return command(args)
     except (FinalNotSupportedError, TableNotFoundError, ValueError, RuntimeError) as error:
-        print(f"dbt-merge: error: {error}", file=sys.stderr)
+        # one line, whatever the error's text (dbt's parse errors span several)
+        print(f"dbt-merge: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
 
 

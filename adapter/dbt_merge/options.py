@@ -9,7 +9,6 @@ option the door cannot apply.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -68,6 +67,33 @@ OPTIONS: dict[str, Any] = {
 }
 assert set(OPTIONS) == set(MergeOptions.__annotations__)
 
+#: the keywords every door names itself (not options), among which a misspelling is looked up too
+DOOR_KEYWORDS = ("key_columns", "strategy")
+#: dbt config names whose door keyword is another
+DBT_NAMES = {"unique_key": "key_columns"}
+
+
+def _edit_distance(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, x in enumerate(a):
+        current = [i + 1]
+        for j, y in enumerate(b):
+            current.append(min(previous[j + 1] + 1, current[j] + 1, previous[j] + (x != y)))
+        previous = current
+    return previous[-1]
+
+
+def closest_keyword(name: str, known: Sequence[str]) -> str | None:
+    """The known keyword closest to `name` (case aside) if it is close enough to be a typo of it:
+    the rule of the macros' check_config_keys (a dbt model fails on one within 2 edits)."""
+    limit = max(2, len(name) // 3)
+    best, distance = None, limit + 1
+    for candidate in known:
+        d = _edit_distance(name.lower(), candidate)
+        if d < distance:
+            best, distance = candidate, d
+    return best
+
 
 def merge_config(
     key_columns: str | Sequence[str],
@@ -78,7 +104,9 @@ def merge_config(
     fail=None,
 ) -> dict[str, Any]:
     """The dbt config of one call: unique_key, strategy and every option of OPTIONS (the
-    default where not given). An unknown keyword is refused with the closest name; an option of
+    default where not given). An unknown keyword is refused with the closest name (of the options
+    and DOOR_KEYWORDS; dbt's unique_key pointed to key_columns), as a dbt model is for a
+    misspelt config key; an option of
     `refused` ({name: (the values the door accepts, why not another)}) set to another value is
     refused with its reason. fail(message) raises the door's error (default MergeError)."""
 
@@ -88,11 +116,14 @@ def merge_config(
         fail(message)
 
     for name in given:
+        if name in DBT_NAMES:
+            refuse(f"unknown option '{name}': the key is {DBT_NAMES[name]}= here ('{name}' is "
+                   "its name in a dbt model's config).")
         if name not in OPTIONS:
-            close = difflib.get_close_matches(name, OPTIONS, n=1)
+            close = closest_keyword(name, [*DOOR_KEYWORDS, *OPTIONS])
             refuse(
                 f"unknown option '{name}'"
-                + (f" (did you mean '{close[0]}'?)" if close else "")
+                + (f" (did you mean '{close}'?)" if close else "")
                 + f". The options are: {', '.join(OPTIONS)}."
             )
     options = {name: given.get(name, default) for name, default in OPTIONS.items()}

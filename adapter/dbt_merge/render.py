@@ -66,18 +66,55 @@ def macros_dir() -> Path:
     )
 
 
+#: What the shared macros say to a dbt model, and what a Python door says instead, replaced in
+#: this order (a longer phrase before the words inside it), after `Set config(name=...) to one
+#: of them` is read as `Pass one of them as name=...`, `Set config(name=...)` as `Pass name=...`
+#: and any other `config(name=...)` as `name=...`; then any other unique_key is key_columns
+#: (not a quoted 'unique_key': the name a caller gave, in the doors' own refusals). "{source}"
+#: is the door's source ("the source", "the DataFrame"), "{Source}" the same at the start of a
+#: sentence.
+DOOR_WORDING: tuple[tuple[str, str], ...] = (
+    # the call's keywords: dbt's unique_key is key_columns
+    ("to the model's config", "to the call"),
+    ("on the model.", "in the call."),
+    ("unique_key column", "key column"),
+    ("unique_key value", "key value"),
+    # the source, not the model's SELECT
+    ("Filter the SELECT itself in the model's SQL instead", "Filter {source} itself instead"),
+    ("check the model's SELECT and its upstream models", "check {source} and what makes it"),
+    ("the model's SELECT", "{source}"),
+    ("The model's SELECT", "{Source}"),
+    ("the SELECT", "{source}"),
+    ("The SELECT", "{Source}"),
+    ("the model's table", "the target"),
+    # full_refresh=True, not --full-refresh; the merge, not the model, runs again
+    ("rebuild the table with --full-refresh", "rebuild it with full_refresh=True"),
+    ("run with --full-refresh", "merge with full_refresh=True"),
+    ("Run with --full-refresh", "Merge with full_refresh=True"),
+    ("--full-refresh", "full_refresh=True"),
+    ("Running the model again", "Running the merge again"),
+    ("run this model again", "merge again"),
+    ("where dbt runs", "where the merge runs"),
+)
+_CONFIG_CALLS = (
+    (re.compile(r"\bSet config\((\w+)=\.\.\.\) to one of them\.?"), r"Pass one of them as \1=..."),
+    (re.compile(r"\bSet config\((\w+=[^()]*)\)"), r"Pass \1"),
+    (re.compile(r"\bconfig\((\w+=[^()]*)\)"), r"\1"),
+)
+_UNIQUE_KEY = re.compile(r"(?<![\w'])unique_key(?![\w'])")
+
+
 def source_wording(message: str, source: str) -> str:
-    """A macro's message as a Python door says it: the macros speak of a dbt model's SELECT and
-    --full-refresh; a door has a source (`source`: "the DataFrame", "the source") and a
-    full_refresh keyword."""
+    """A macro's message as a Python door says it: the macros speak to a dbt model (its config(),
+    its SELECT, --full-refresh, unique_key); a door has keywords (`key_columns=`, `strategy=`,
+    `full_refresh=True`) and a source (`source`: "the source", "the DataFrame"). Every door
+    applies this to every message of the macros it raises (DOOR_WORDING)."""
     title = source[:1].upper() + source[1:]
-    return (
-        message.replace("the model's SELECT", source)
-        .replace("The model's SELECT", title)
-        .replace("the SELECT", source)
-        .replace("The SELECT", title)
-        .replace("--full-refresh", "full_refresh=True")
-    )
+    for pattern, door_words in _CONFIG_CALLS:
+        message = pattern.sub(door_words, message)
+    for dbt_words, door_words in DOOR_WORDING:
+        message = message.replace(dbt_words, door_words.format(source=source, Source=title))
+    return _UNIQUE_KEY.sub("key_columns", message)
 
 
 class _MacroReturn(Exception):

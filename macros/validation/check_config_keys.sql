@@ -1,10 +1,19 @@
 {#-
-  Warn on config keys nothing reads (a typo such as merge_update_conditon would otherwise be
-  ignored silently). A key is known when it is one of dbt's declared node config fields (an
-  attribute of the config object; the keys a user adds, anywhere, are extras that are not),
+  Config keys nothing reads. A key is known when it is one of dbt's declared node config fields
+  (an attribute of the config object; the keys a user adds, anywhere, are extras that are not),
   one of dbt's own keys kept as extras, one the duckdb or spark adapter reads (both, so a
   project targeting both engines stays quiet), or the package's (merge_config_keys). Keys set
-  to none are skipped. The warning goes through exceptions.warn, so --warn-error fails the run.
+  to none are skipped.
+  - A key within edit distance 2 of a known one (case aside) is a misspelling: the model fails
+    with a compiler error naming the key and the fix, since the key would be ignored and the
+    model would run as something else (`stratgy='full_merge'` as an upsert). validate_merge_config
+    calls this first, so `unique_keys` is named before unique_key is found missing.
+  - Any other unknown key is a warning (exceptions.warn: dbt's JinjaLogWarning, which
+    --warn-error and --warn-error-options turn into an error). dbt's `WARN=` counts only tests
+    and freshness checks at severity warn (a model's result is never `warn`), so it cannot
+    count this one.
+  The Python doors never get here with an unknown key: dbt_merge.options refuses every keyword
+  it does not know.
 -#}
 {% macro check_config_keys() %}
   {% if config.model is not defined %}
@@ -13,15 +22,31 @@
   {% endif %}
   {% set node_config = config.model.config %}
   {% set known = dbt_merge.merge_config_keys() + dbt_merge._engine_config_keys() %}
+  {% set declared = [] %}
+  {% set unknown = [] %}
   {% for key in node_config %}
-    {% if key not in known and (node_config | attr(key)) is undefined
-          and node_config.get(key) is not none %}
-      {% set closest = dbt_merge._closest_key(key, known) %}
+    {% if (node_config | attr(key)) is not undefined %}
+      {% do declared.append(key) %}
+    {% elif key not in known and node_config.get(key) is not none %}
+      {% do unknown.append(key) %}
+    {% endif %}
+  {% endfor %}
+  {% set misspelt = [] %}
+  {% for key in unknown %}
+    {% set closest = dbt_merge._closest_key(key, known + declared) %}
+    {% if closest and dbt_merge.edit_distance(key | lower, closest) <= 2 %}
+      {% do misspelt.append("unknown config key '" ~ key ~ "' (did you mean '" ~ closest ~ "'?). "
+          ~ "It would be ignored, so the model is not run: rename it to '" ~ closest ~ "', or "
+          ~ "move a custom value under meta.") %}
+    {% else %}
       {% do exceptions.warn("dbt_merge: model '" ~ model.name ~ "': unknown config key '" ~ key ~ "'"
           ~ (" (did you mean '" ~ closest ~ "'?)" if closest else "")
           ~ ". It has no effect: fix its name, or move a custom value under meta.") %}
     {% endif %}
   {% endfor %}
+  {% if misspelt %}
+    {{ dbt_merge.raise_merge_error(misspelt | join(' ')) }}
+  {% endif %}
 {% endmacro %}
 
 

@@ -10,6 +10,6 @@
     'on_key_outside_predicates', 'merge_check_columns', 'detect_unchanged',
     'merge_update_condition', 'delete_condition', 'soft_delete_column',
     'soft_delete_timestamp_column', 'dry_run', 'merge_history_table', 'full_merge_write',
-    'location', 'partition_by',
+    'location', 'partition_by', 'compression', 'rows_per_file',
   ]) }}
 {% endmacro %}

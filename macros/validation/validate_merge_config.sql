@@ -7,6 +7,8 @@
   Column names are checked against the data later (resolve_merge_columns), once it exists.
 -#}
 {% macro validate_merge_config() %}
+  {#- first: a misspelt key (unique_keys, stratgy) is the real cause of what follows -#}
+  {% do dbt_merge.check_config_keys() %}
   {% set strategies = dbt_merge.merge_strategies() %}
   {% set strategy = config.get('strategy', 'upsert') %}
   {% if strategy not in strategies %}
@@ -150,6 +152,5 @@
     'full_merge_write': full_merge_write,
   } %}
   {% do dbt_merge.validate_engine_config(cfg) %}
-  {% do dbt_merge.check_config_keys() %}
   {{ return(cfg) }}
 {% endmacro %}

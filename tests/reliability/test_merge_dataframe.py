@@ -60,8 +60,9 @@ def dataframe_cases() -> tuple[Case, ...]:
 
 
 def dataframe_wording(excerpt: str) -> str:
-    return excerpt.replace("the model's SELECT", "the DataFrame").replace(
-        "the SELECT", "the DataFrame")
+    from dbt_merge.render import source_wording
+
+    return source_wording(excerpt, "the DataFrame")
 
 
 class _Stats:

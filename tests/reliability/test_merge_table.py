@@ -50,7 +50,9 @@ def table_cases() -> tuple[Case, ...]:
 
 
 def table_wording(excerpt: str) -> str:
-    return excerpt.replace("the model's SELECT", "the source").replace("the SELECT", "the source")
+    from dbt_merge.render import source_wording
+
+    return source_wording(excerpt, "the source")
 
 
 class _Stats:
