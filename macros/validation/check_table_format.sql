@@ -39,6 +39,11 @@
 
   {% set existing = load_cached_relation(this) %}
   {% if existing is none or existing.is_view or should_full_refresh() %}
+    {% if not config.get('file_format') %}
+      {#- no file_format: say what the build makes and what that means for the merges -#}
+      {% set default_source = dbt_merge.run_sql('set spark.sql.sources.default', 'dbt_merge_conf').rows[0][1] | lower %}
+      {% do dbt_merge._log_table_format(default_source, default_source in merge_formats, 'built as a') %}
+    {% endif %}
     {{ return(none) }}
   {% endif %}
   {% set storage = dbt_merge.table_storage(existing) %}
@@ -76,10 +81,22 @@
           ~ "--full-refresh). The target was not changed.") }}
     {% endfor %}
   {% endif %}
-  {% if storage.provider != file_format %}
+  {% if not config.get('file_format') %}
+    {% do dbt_merge._log_table_format(described, storage.write == 'merge', 'a') %}
+  {% elif storage.provider != file_format %}
     {% do log('dbt_merge ' ~ model.name ~ ': ' ~ existing ~ ' is a ' ~ described ~ ' table but file_format is '
         ~ file_format ~ ': it is merged as the table it is ('
         ~ ('MERGE INTO' if storage.write == 'merge' else 'partition overwrite')
         ~ '); --full-refresh rebuilds it as ' ~ file_format ~ '.', info=true) %}
   {% endif %}
+{% endmacro %}
+
+{#- The line a model without file_format gets, on every run: the table's format and whether its
+    merges are atomic (a parquet, orc or Hive table is rewritten partition by partition). -#}
+{% macro _log_table_format(described, atomic, verb) %}
+  {% do log('dbt_merge ' ~ model.name ~ ': no file_format is set: the table is ' ~ verb ~ ' ' ~ described
+      ~ (' table, merged by MERGE INTO, one atomic commit.' if atomic else
+         ' table (spark.sql.sources.default), merged by rewriting the partitions it changes: not atomic '
+         ~ '(a reader may see a partition missing or half-written while it runs). Set file_format=\'iceberg\' '
+         ~ 'for atomic merges.'), info=true) %}
 {% endmacro %}

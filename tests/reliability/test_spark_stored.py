@@ -137,11 +137,13 @@ def test_a_build_without_file_format_sets_no_session_setting(db, tmp_path):
     db.sql(f"drop table if exists {s}.nf")
     sql = model_sql({"schema": s, "unique_key": "id"}, "select cast(1 as bigint) as id, 'a' name")
     root = make_project(tmp_path / f"using_{db.name}", f"using_{db.name}", {"nf": sql})
-    statements = []
+    statements, logs = [], []
 
     def collect(event) -> None:
         if event.info.name == "SQLQuery":
             statements.append(event.data.sql)
+        if event.info.name == "JinjaLogInfo":
+            logs.append(event.info.msg)
 
     run = run_dbt(["run"], root, db.name, PROFILES_DIR, callbacks=[collect])
     assert "1 inserted" in message(run, "nf"), message(run, "nf")
@@ -149,6 +151,14 @@ def test_a_build_without_file_format_sets_no_session_setting(db, tmp_path):
     provider = [r for r in db.sql(f"describe table extended {s}.nf") if r[0] == "Provider"]
     assert provider[0][1].strip().lower() == "parquet", provider
     assert db.rows(s, "nf") == [(1, "a")]
+    # the model's log says what was built, and that its merges are not atomic, on every run
+    said = "nf: no file_format is set: the table is built as a parquet table (spark.sql.sources"
+    assert [line for line in logs if said in line and "not atomic" in line], logs
+    logs.clear()
+    run = run_dbt(["run"], root, db.name, PROFILES_DIR, callbacks=[collect])
+    assert "0 inserted" in message(run, "nf"), message(run, "nf")
+    assert [line for line in logs if "nf: no file_format is set: the table is a parquet table"
+            in line and "not atomic" in line], logs
 
 
 @pytest.mark.parametrize("db", SPARK_ENGINES, indirect=True)
