@@ -1,4 +1,4 @@
-.PHONY: setup demo test lint bench docs
+.PHONY: setup demo test lint bench docs dist
 SHELL := /bin/bash
 
 setup:
@@ -18,3 +18,8 @@ bench: setup
 
 docs: setup
 	@bash scripts/docs.sh
+
+# The sdist and the wheel of this version into dist/ (RELEASING.md).
+dist: setup
+	@rm -rf dist
+	@.venv/bin/python -m build --outdir dist .

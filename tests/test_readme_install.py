@@ -1,6 +1,7 @@
 """The README's packages.yml snippets work as written: `dbt deps` installs the package, and a
 project using it parses. The git form is fetched from a local bare clone of this repository (no
-network here), tagged with the snippet's own revision; the local form is used verbatim, with the
+network here), tagged with the snippet's own revision at its HEAD (whether or not this
+repository has that tag yet); the local form is used verbatim, with the
 checkout placed where its relative path points."""
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def test_git_snippet_installs(tmp_path):
     entry = snippet["packages"][0]
     bare = tmp_path / "dbt_merge.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(ROOT), str(bare)], check=True)
-    subprocess.run(["git", "-C", str(bare), "tag", str(entry["revision"])], check=True)
+    # -f: the release's tag may exist already (cloned with the rest); the clone's HEAD is tested
+    subprocess.run(["git", "-C", str(bare), "tag", "-f", str(entry["revision"])], check=True)
     packages = {"packages": [{**entry, "git": bare.as_uri()}]}
     _deps_and_parse(_project(tmp_path / "project", packages))
 

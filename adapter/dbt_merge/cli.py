@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from dbt_merge import __version__
 from dbt_merge.clickhouse.client import (
     Catalog,
     ReadPlan,
@@ -41,6 +42,7 @@ INSPECT_HEADERS = (
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dbt-merge", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, text in (
         ("inspect", "print each ClickHouse source's engine and FINAL decision"),

@@ -23,6 +23,7 @@
   {#- dbt-duckdb runs model(dbt, session), then materialize(df, cursor) on a new cursor -#}
   {% set code %}
 from dbt_merge.duckdb.history import create_table
+from dbt_merge.version import check_dbt_package
 
 
 class dbtObj:
@@ -35,6 +36,7 @@ def model(dbt, session):
 
 
 def materialize(df, con):
+    check_dbt_package({{ tojson(dbt_merge.package_version()) }})
     create_table(con, {{ tojson(dbt_merge._create_history_sql(relation)) }})
   {% endset %}
   {{ return({'code': code, 'relation': relation}) }}

@@ -72,6 +72,7 @@
       'full_refresh': should_full_refresh(),
       'result': 'dbt_merge_parquet_' ~ local_md5(model.unique_id),
       'invocation_id': invocation_id,
+      'dbt_package_version': dbt_merge.package_version(),
   } %}
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}

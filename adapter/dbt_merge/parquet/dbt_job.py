@@ -23,6 +23,7 @@ from typing import Any
 
 import duckdb
 
+from dbt_merge import version
 from dbt_merge.parquet import layout
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.api import MergeReport, Pending, dataset_read_sql, run_merge
@@ -71,6 +72,10 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
     con = getattr(connection, "_cursor", connection)  # dbt-duckdb wraps its cursor
     con = getattr(con, "_cursor", con)
     row: tuple
+    mismatch = version.mismatch(args.get("dbt_package_version"))
+    if mismatch:  # the dbt package that sent this job is another release: refused first
+        _write_result(con, args["result"], (mismatch, *[None] * 11))
+        return
     _abandon(args.get("invocation_id") or "", args["location"])
     if args.get("skipped"):
         # --empty / --sample: the dataset is left as it is; the view reads it as it is

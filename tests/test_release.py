@@ -1,0 +1,247 @@
+"""A release is one version, one licence and one compatibility table, and its two halves (the
+Python package and the dbt package) refuse to work together at different versions.
+
+The metadata is read from the files a release ships (pyproject.toml, dbt_project.yml, README.md,
+examples/ci, CHANGELOG.md, docs/compatibility.md); the halves' check runs dbt-duckdb in-process
+on a copy of the dbt package that says another version."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import sys
+from pathlib import Path
+
+import dbt_merge
+import duckdb
+import pytest
+import tomllib
+import yaml
+from dbt.cli.main import dbtRunner
+from dbt_merge.cli import main
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+DBT_PROJECT = yaml.safe_load((ROOT / "dbt_project.yml").read_text())
+VERSION = dbt_merge.__version__
+
+
+# ------------------------------------------------------------------ one version
+
+
+def test_the_version_is_declared_once_and_read_by_pyproject():
+    project = PYPROJECT["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    assert PYPROJECT["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "dbt_merge.__version__"
+    }
+    assert re.fullmatch(r"\d+\.\d+\.\d+", VERSION), VERSION
+
+
+def test_the_dbt_package_is_the_same_version():
+    assert DBT_PROJECT["version"] == VERSION
+
+
+def test_the_readme_and_the_ci_example_pin_this_release():
+    readme = (ROOT / "README.md").read_text()
+    install = readme.split("## Installing it in your project", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"revision: (\S+)", install) == [f"v{VERSION}"]
+    assert re.findall(r"git\+\S+@([^\"\s]+)", install) == [f"v{VERSION}"]
+    workflow = (ROOT / "examples" / "ci" / "dbt-merge-dry-run.yml").read_text()
+    assert re.findall(r"git\+\S+@([^\"\s]+)", workflow) == [f"v{VERSION}"]
+
+
+def test_the_changelog_has_this_release_under_unreleased():
+    headings = re.findall(r"^## \[([^\]]+)\]", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert headings[:2] == ["Unreleased", VERSION]
+
+
+def test_dbt_merge_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"dbt-merge {VERSION}\n"
+
+
+# ------------------------------------------------------------------ licence
+
+
+def test_the_licence_is_apache_2_in_the_repository_and_the_metadata():
+    text = (ROOT / "LICENSE").read_text()
+    assert text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert "TERMS AND CONDITIONS FOR USE, REPRODUCTION, AND DISTRIBUTION" in text
+    assert "END OF TERMS AND CONDITIONS" in text
+    assert PYPROJECT["project"]["license"] == "Apache-2.0"
+    assert PYPROJECT["project"]["license-files"] == ["LICENSE", "NOTICE"]
+    assert (ROOT / "NOTICE").read_text().startswith("dbt_merge\n")
+
+
+# ------------------------------------------------------------------ compatibility table
+
+
+def _table(section: str) -> dict[str, dict[str, str]]:
+    """The rows of a table of docs/compatibility.md under `## section`, by component."""
+    text = (ROOT / "docs" / "compatibility.md").read_text()
+    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in body.splitlines() if line.startswith("|")]
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = {}
+    for line in lines[2:]:
+        cells = dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True))
+        rows[cells["component"]] = cells
+    return rows
+
+
+def _declared(cell: str) -> str:
+    (code,) = re.findall(r"`([^`]+)`", cell)
+    return code
+
+
+def _bounds(specifiers: SpecifierSet) -> set[tuple[str, Version]]:
+    return {(s.operator, Version(s.version)) for s in specifiers}
+
+
+def _metadata_requirements() -> list[tuple[str, Requirement]]:
+    """(where, requirement) of every dependency a user's install can pull in."""
+    project = PYPROJECT["project"]
+    found = [("dependencies", Requirement(r)) for r in project["dependencies"]]
+    for extra, requirements in project["optional-dependencies"].items():
+        if extra in ("test", "bench"):
+            continue
+        found += [(f"`{extra}`", Requirement(r)) for r in requirements]
+    return [(where, r) for where, r in found if r.name != "dbt-merge"]
+
+
+def test_the_compatibility_table_is_the_metadata():
+    rows = {**_table("Engines"), **_table("Other dependencies")}
+    python = rows.pop("Python")
+    assert _declared(python["declared"]) == PYPROJECT["project"]["requires-python"]
+    table = {}
+    for component, cells in rows.items():
+        requirement = Requirement(_declared(cells["declared"]))
+        table[requirement.name.lower()] = (component, requirement, cells["declared in"])
+    seen = set()
+    for where, requirement in _metadata_requirements():
+        name = requirement.name.lower()
+        assert name in table, f"{requirement} ({where}) has no row in docs/compatibility.md"
+        component, row, declared_in = table[name]
+        assert (row.extras, row.specifier) == (requirement.extras, requirement.specifier), (
+            f"{component}: the table says {row}, pyproject.toml ({where}) says {requirement}"
+        )
+        assert where in declared_in, f"{component}: the table does not say it is in {where}"
+        seen.add(name)
+    assert seen == set(table), f"rows that nothing declares: {set(table) - seen}"
+    dbt_core = table["dbt-core"][1].specifier
+    require_dbt = SpecifierSet(",".join(DBT_PROJECT["require-dbt-version"]))
+    assert _bounds(require_dbt) == _bounds(dbt_core)
+
+
+def _installed(component: str) -> str:
+    """The version of a component this test run uses (the repository's environment)."""
+    if component == "Python":
+        return "{}.{}.{}".format(*sys.version_info[:3])
+    if component == "Iceberg":
+        import snowpark_connect_deps_iceberg as deps
+
+        jar = Path(deps.get_jar_path("iceberg-spark-runtime-3.5_2.12-1.10.2.jar"))
+        assert jar.is_file()
+        return jar.stem.rsplit("-", 1)[1]
+    distribution = Requirement(_declared(_table("Engines")[component]["declared"])).name
+    return importlib.metadata.version(distribution)
+
+
+def test_the_tested_versions_are_the_ones_make_test_runs():
+    """Each tested cell of the engines table names the major.minor this run uses: when pip
+    starts installing a newer release within a range, the table says so or this fails."""
+    for component, cells in _table("Engines").items():
+        tested = re.match(r"(\d+\.\d+)\b", cells["tested by `make test`"])
+        assert tested, f"{component}: no version in its tested cell"
+        installed = Version(_installed(component))
+        assert f"{installed.major}.{installed.minor}" == tested.group(1), (
+            f"{component}: docs/compatibility.md says {tested.group(1)} is tested, this run "
+            f"uses {installed}"
+        )
+        if component == "Python":
+            assert installed in SpecifierSet(_declared(cells["declared"]))
+        elif component != "Iceberg":
+            assert installed in Requirement(_declared(cells["declared"])).specifier
+
+
+# ------------------------------------------------------------------ the halves check each other
+
+
+PROFILE = """
+release:
+  target: duckdb
+  outputs:
+    duckdb:
+      type: duckdb
+      path: "{path}"
+      threads: 1
+"""
+
+
+def _project_with_dbt_package(tmp_path: Path, version: str) -> Path:
+    """A dbt project whose installed dbt_merge package is this checkout's macros under a
+    dbt_project.yml saying `version`; a `location` model and a model with a history table."""
+    package = tmp_path / "project" / "dbt_packages" / "dbt_merge"
+    package.mkdir(parents=True)
+    (package / "dbt_project.yml").write_text(
+        yaml.safe_dump({**DBT_PROJECT, "version": version}, sort_keys=False)
+    )
+    (package / "macros").symlink_to(ROOT / "macros")
+    project = package.parents[1]
+    (project / "dbt_project.yml").write_text(yaml.safe_dump(
+        {"name": "release", "version": "1.0.0", "config-version": 2, "profile": "release"}
+    ))
+    (project / "profiles.yml").write_text(PROFILE.format(path=tmp_path / "release.duckdb"))
+    models = project / "models"
+    models.mkdir()
+    select = "select * from (values (1, 'a'), (2, 'b')) as t(id, v)"
+    (models / "to_dataset.sql").write_text(
+        "{{ config(materialized='merge', unique_key='id', location='"
+        + str(tmp_path / "dataset") + "') }}\n" + select
+    )
+    (models / "with_history.sql").write_text(
+        "{{ config(materialized='merge', unique_key='id', merge_history_table='history') }}\n"
+        + select
+    )
+    return project
+
+
+def _run(project: Path):
+    result = dbtRunner().invoke(
+        ["run", "--project-dir", str(project), "--profiles-dir", str(project)]
+    )
+    return {r.node.name: r for r in result.result.results}
+
+
+def test_a_dbt_package_of_another_version_is_refused(tmp_path):
+    project = _project_with_dbt_package(tmp_path, "9.9.9")
+    results = _run(project)
+    for name in ("to_dataset", "with_history"):
+        assert str(results[name].status) == "error", (name, results[name].message)
+        message = results[name].message
+        assert "the dbt package dbt_merge (packages.yml) is version 9.9.9" in message, message
+        assert f"the Python package dbt-merge is version {VERSION}" in message
+        assert 'pip install "dbt-merge==9.9.9"' in message
+        assert f"revision: v{VERSION}" in message
+    # nothing was written: no dataset, no lock beside it, no history table, no merge target
+    assert list(tmp_path.glob("*dataset*")) == []
+    con = duckdb.connect(str(tmp_path / "release.duckdb"))
+    try:
+        tables = con.execute("select table_name from information_schema.tables").fetchall()
+    finally:
+        con.close()
+    assert [t for (t,) in tables if t in ("history", "with_history")] == []
+
+
+def test_the_same_version_runs(tmp_path):
+    project = _project_with_dbt_package(tmp_path, VERSION)
+    results = _run(project)
+    for name in ("to_dataset", "with_history"):
+        assert str(results[name].status) == "success", (name, results[name].message)
+        assert results[name].adapter_response["_message"].startswith("MERGE upsert: 2 inserted")
