@@ -36,6 +36,8 @@ RULES = (
     (r"tests/reliability/test_reference\.py", "reference"),
     (r"tests/reliability/test_(?P<what>\w+)\.py", "{what} {engine}"),
     (r"tests/clickhouse/", "clickhouse{on}"),
+    (r"tests/doors/", "doors {engine}"),
+    (r"tests/install/", "install"),
     (r"tests/test_integration\.py", "integration {engine}"),
     (r"tests/test_ci_workflow\.py", "ci workflow"),
     (r"tests/test_(report|suite_summary)\.py", "unit"),
