@@ -392,7 +392,9 @@ def rewrite_file_sql(
     key_match: str,
 ) -> str:
     """The new content of one rewritten file: its rows with the updates applied, sorted by the
-    key; partition columns are left out (they are the file's folder)."""
+    key; partition columns are left out (they are the file's folder). Only a row the merge
+    considers is joined with its source row: a row of the same key outside the incremental
+    predicates, in the same file, stays as it is."""
     partition_lower = {p.lower() for p in images.partitions}
     values = [
         f"{images.value(c)} as {quote(c.name)}"
@@ -405,7 +407,7 @@ def rewrite_file_sql(
         f" {read_files([file], hive, columns=images.read_columns or images.target_columns)}"
         f" as {DST}"
         f" left join (select * from {matched_source} where {quote(file_column)} = {literal(file)})"
-        f" as {SRC} on {key_match} where {images.kept()} order by {order}"
+        f" as {SRC} on {key_match} and {images.considered} where {images.kept()} order by {order}"
     )
 
 
@@ -445,7 +447,8 @@ def new_rows_sql(
         values = [f"{images.value(c)} as {quote(c.name)}" for c in images.target_columns]
         parts.append(
             f"select {', '.join(values)} from {affected} as {DST}"
-            f" left join {matched_source} as {SRC} on {key_match} where {moved}"
+            f" left join {matched_source} as {SRC} on {key_match} and {images.considered}"
+            f" where {moved}"
         )
     return " union all ".join(parts) if parts else None
 
