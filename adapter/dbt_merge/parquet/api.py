@@ -453,10 +453,13 @@ class _Merge:
         # get the dataset's columns after it (see _merge)
         schema = None
         if target_columns is not None:
+            # the soft-delete columns the source lacks are columns of the merged rows (live:
+            # false, NULL): on_schema_change adds them to the dataset as it adds the source's
+            extras = self.m.get("_soft_delete_extras")(self.cfg, [c.name for c in source_columns])
             schema = self.m.plan_schema_changes(
                 self.cfg["on_schema_change"],
                 _Relation("", "", str(self.root), q.quote(str(self.root))),
-                source_columns,
+                source_columns + [e["column"] for e in extras],
                 target_columns,
             )
             lowered = {p.lower() for p in partitions}
@@ -681,6 +684,9 @@ class _Merge:
         rewrite_all = bool(schema_plan["removed"] or schema_plan["retyped"])
         target_names = [c.name for c in target_columns]
         out_columns = _planned_columns(target_columns, schema_plan)
+        # the dataset's rows as the merge reads them: a column being added reads NULL (as after
+        # ALTER TABLE ADD COLUMN), so conditions on it (soft deletes) bind
+        read_columns = target_columns + [Column(c.name, c.dtype) for c in schema_plan["added"]]
         keys = [_find(k, target_names) or k for k in plan["key_columns"]]
         taken = [*target_names, *plan["source_names"]]
         file_col = q.fresh_name("dbt_merge_file", taken)
@@ -705,9 +711,9 @@ class _Merge:
         # query it and name it in their messages
         target = plan["target"]
         read = (
-            q.read_files(candidates, hive, file_col, target_columns)
+            q.read_files(candidates, hive, file_col, read_columns)
             if candidates
-            else q.empty_relation(target_columns, file_col)
+            else q.empty_relation(read_columns, file_col)
         )
         self.s.con.execute(f"create temporary view {target} as select * from {read}")
         self.s.created.append(("view", target))
@@ -794,7 +800,7 @@ class _Merge:
             partitions,
             action_col,
             deletes,
-            read_columns=target_columns,
+            read_columns=read_columns,
             dest_values=_dest_values(schema_plan),
             considered=considered,
             live=live,
@@ -804,6 +810,7 @@ class _Merge:
                 if soft and soft["timestamp_column"]
                 else None
             ),
+            now=self._now() if soft and soft["timestamp_column"] else None,
         )
         m_alias = "dbt_merge_matched"
         matched_match = self.m.key_match(plan["key_columns"], m_alias, SRC)
@@ -820,7 +827,7 @@ class _Merge:
         if affected and images.moved():
             affected_view = self.s.temp(
                 "affected",
-                "select * from " + q.read_files(affected, hive, columns=target_columns),
+                "select * from " + q.read_files(affected, hive, columns=read_columns),
                 "view",
             )
         new_rows = q.new_rows_sql(
@@ -850,6 +857,14 @@ class _Merge:
         report.rows_written = sum(n for _, n in outputs)
         self._publish(report)
         report.dataset_files = len(files) - len(report.files_removed) + len(report.files_added)
+
+    def _now(self) -> str:
+        """The merge's time, once: what a table's merge stamps (current_timestamp of its one
+        transaction, as a TIMESTAMP in the session's time zone), for every file it rewrites."""
+        now = self.s.one(
+            "select strftime(cast(current_timestamp as timestamp), '%Y-%m-%d %H:%M:%S.%f')"
+        )
+        return f"cast({q.literal(now[0])} as timestamp)"
 
     def _count(self, relation: str, alias: str, where: str | None) -> int:
         return self.s.one(

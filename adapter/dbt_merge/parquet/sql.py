@@ -319,6 +319,7 @@ class Images:
     live: str | None = None  # with soft deletes: DST is not soft-deleted
     soft_delete: str | None = None  # the soft-delete column (target name)
     soft_delete_timestamp: str | None = None
+    now: str | None = None  # the merge's time (SQL), one for every file it rewrites
 
     def _dest(self, col: Column) -> str:
         return self.dest_values.get(col.name.lower(), f"{DST}.{quote(col.name)}")
@@ -345,7 +346,7 @@ class Images:
         if self.soft_delete and lower == self.soft_delete.lower():
             return f"case when {self.deleted()} then true else {value} end"
         if self.soft_delete_timestamp and lower == self.soft_delete_timestamp.lower():
-            now = "cast(current_timestamp as timestamp)"
+            now = self.now or "cast(current_timestamp as timestamp)"
             return f"case when {self.deleted()} then {now} else {value} end"
         return value
 
