@@ -27,6 +27,7 @@ import contextlib
 import datetime
 import os
 import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ import duckdb
 
 from dbt_merge.options import MergeOptions, merge_config
 from dbt_merge.parquet import commit, layout, schema, types
+from dbt_merge.parquet import history as merge_history
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
 from dbt_merge.parquet.sql import DST, SRC, Column
@@ -200,8 +202,10 @@ def run_merge(
     defer_publish: write everything but leave the dataset as it is; report.pending.publish()
     makes the merge live later (the dbt materialization publishes after its hooks).
     history: for merge_history_table, what a dbt model gives the history row and relation
-    (model_unique_id, invocation_id, database, schema); the history row is then written
-    before the (deferred) publish, in the model's transaction."""
+    (model_unique_id, invocation_id, database, schema). The history table is checked before
+    anything is written and created if missing; its row is written in a transaction committed
+    with the publish, or, with defer_publish, left to the caller (the dbt model writes it in
+    its transaction, before it publishes)."""
     prefix = f"dbt_merge: dataset '{target_path}': " if error_prefix is None else error_prefix
 
     def fail(message: str) -> None:
@@ -240,12 +244,16 @@ def run_merge(
     settings = _check_options(
         compression, rows_per_file, row_group_size, config.pop("partition_by", None), fail
     )
+    dry_run = bool(config.get("dry_run"))
     session: _Session | None = None
     with contextlib.ExitStack() as stack:
-        tx = stack.enter_context(commit.transaction(root))
+        # a dry run writes nothing anywhere: no folder, no lock, no work files
+        tx = stack.enter_context(commit.transaction(root, read_only=dry_run))
         con = connection
         if con is None:
-            con_settings = {"temp_directory": str(tx.spill)}
+            # spills next to the dataset; a dry run's (if any) in the system's temporary folder
+            spill = Path(tempfile.gettempdir()) / f"dbt_merge-{tx.id}" if dry_run else tx.spill
+            con_settings = {"temp_directory": str(spill)}
             if memory_limit:
                 con_settings["memory_limit"] = memory_limit
             con = duckdb.connect(config=con_settings)
@@ -256,24 +264,121 @@ def run_merge(
         macros = MacroContext(config, session.query, fail, context=context, error=ParquetMergeError)
         try:
             cfg = macros.validate_merge_config()
+            if not defer_publish and _in_transaction(con):
+                fail(
+                    "the connection has a transaction open; the merge publishes the dataset on "
+                    "its own, and the caller could still roll back what it read. Commit or roll "
+                    "back first. The target was not changed."
+                )
+            recorder = None
+            if cfg.get("history_table"):
+                recorder = _History(con, config, context, cfg, fail)
             merge = _Merge(session, macros, cfg, tx, root, settings, fail, full_refresh, durable)
-            merge.defer = defer_publish
+            merge.defer = True  # published below (or by the caller), with the history row
             started_at = datetime.datetime.utcnow()
             report = merge.run(source)
-            if cfg.get("history_table") and not report.stats.get("dry_run"):
-                # after the publish; with defer_publish, before it, in the dbt model's
-                # transaction, which commits after the publish
-                macros.record_merge_history(
-                    cfg["history_table"], context["this"], cfg["strategy"], report.stats, started_at
-                )
+            publish = merge.deferred
+            if recorder is not None and not report.stats.get("dry_run"):
+                recorder.ensure()
+                publish = recorder.publishing(merge.deferred, report.stats, started_at, prefix)
+            if not defer_publish:
+                publish()
         finally:
             session.drop_all()
             if connection is None:
                 con.close()
         if defer_publish:
             # the transaction (the lock, the work files) now belongs to the pending publish
-            report.pending = Pending(merge.new_state, merge.deferred, stack.pop_all())
+            report.pending = Pending(merge.new_state, publish, stack.pop_all())
         return report
+
+
+class _History:
+    """merge_history_table: checked when the merge starts (before anything is written),
+    created on first use by a cursor of its own, and its row written on another cursor of its
+    own, in a transaction begun after the table exists and committed right after the publish
+    (a dbt model's transaction may have begun before the table was created, and would not see
+    it). So the row exists exactly when the dataset was published."""
+
+    def __init__(self, con, config, context, cfg, fail):
+        self.con, self.config, self.context, self.cfg = con, config, context, cfg
+        self.name = cfg["history_table"]
+        macros = self._macros(con, fail)
+        self.relation = macros.get("_history_relation")(self.name, context["this"])
+        self.create_sql = macros.get("_create_history_sql")(self.relation)
+        columns = [c for c, _ in macros.get("_history_columns")()]
+
+        def refuse(message: str) -> None:
+            fail(message + " The target was not changed.")
+
+        self.fail, self.refuse = fail, refuse
+        merge_history.check(
+            lambda sql, params: con.execute(sql, params).fetchall(),
+            self.relation,
+            self.name,
+            columns,
+            refuse,
+        )
+
+    def _macros(self, con, fail) -> MacroContext:
+        return MacroContext(
+            self.config,
+            _Session(con, "").query,
+            fail,
+            context=self.context,
+            error=ParquetMergeError,
+        )
+
+    def ensure(self) -> None:
+        merge_history.ensure_table(self.con, self.create_sql)
+
+    def publishing(self, publish, stats, started_at, prefix: str):
+        """The publish, with the history row: written in a transaction on a cursor of its own,
+        the dataset published, the transaction committed. A failure before the commit rolls
+        the row back and leaves the dataset unpublished."""
+
+        def run() -> None:
+            cursor = self.con.cursor()
+            try:
+                cursor.begin()
+                try:
+                    try:
+                        self._macros(cursor, self.fail).record_merge_history(
+                            self.name, self.context["this"], self.cfg["strategy"], stats, started_at
+                        )
+                    except duckdb.Error as e:
+                        self.refuse(
+                            f"merge_history_table '{self.name}': the history row could not be "
+                            f"written to {self.relation} ({type(e).__name__}: {e}). Fix that "
+                            "table or name another (leave merge_history_table out to merge "
+                            "without a history)."
+                        )
+                    publish()
+                except BaseException:
+                    cursor.rollback()
+                    raise
+                try:
+                    cursor.commit()
+                except duckdb.Error as e:
+                    raise ParquetMergeError(
+                        f"{prefix}the dataset was merged and published, but its history row "
+                        f"could not be committed to {self.relation} ({type(e).__name__}: {e});"
+                        " the merge's statistics were not recorded."
+                    ) from e
+            finally:
+                cursor.close()
+
+        return run
+
+
+def _in_transaction(con) -> bool:
+    """Whether the caller has a transaction open: two statements then share its id (each runs
+    in a transaction of its own otherwise). A failed transaction counts as open."""
+    query = "select current_transaction_id()"
+    try:
+        return con.execute(query).fetchall() == con.execute(query).fetchall()
+    except duckdb.Error:
+        return True
 
 
 @dataclass(frozen=True)
@@ -427,6 +532,7 @@ class _Merge:
         self.deferred = None  # defer: the publish, to run later
         self.new_state: list[tuple[str, str]] = []  # defer: the dataset's files afterwards
         self.files: list[str] = []
+        self.listed: dict[str, tuple[int, int, int]] = {}
         self.file_columns: dict[str, list[schema.FileColumn]] = {}  # each file's own columns
 
     # ------------------------------------------------------------------ the whole merge
@@ -436,7 +542,9 @@ class _Merge:
         source (the macros), then build or merge."""
         stage = self._stage(self._source_relation(source))
         source_columns = self.s.describe(stage)
-        files = commit.list_files(self.root)
+        # the dataset as this merge reads it; the publish refuses if another writer changed it
+        self.listed = commit.listing(self.root)
+        files = sorted(self.listed)
         self.files = files
         # what a deferred publish of no change leaves: the files as they are
         self.new_state = [(str(self.root / f), f) for f in files]
@@ -1032,7 +1140,10 @@ class _Merge:
                 report.files_added,
                 lambda d: (self.root / d).is_dir() if d else self.root.is_dir(),
             )
-            commit.publish(self.tx, plan, durable=self.durable)
+            try:
+                commit.publish(self.tx, plan, durable=self.durable, listed=self.listed)
+            except ParquetMergeError as e:
+                self.fail(str(e))
 
         if not self.defer:
             publish()
