@@ -230,7 +230,9 @@ def run_merge(
             "stopped halfway (see docs/parquet-datasets.md, Guarantees). The dataset was "
             "not changed."
         )
-    root = Path(os.path.abspath(os.fspath(target_path)))
+    # the folder the path names, as the file system resolves it (symlinks, `..`): the swap
+    # replaces that folder, never a symlink on the way to it
+    root = Path(os.path.realpath(os.fspath(target_path)))
 
     glob = sorted({ch for ch in str(root) if ch in GLOB_CHARACTERS})
     if glob:
@@ -240,29 +242,39 @@ def run_merge(
             "DuckDB would expand when reading the dataset (every later merge, every reader). "
             "Choose a path without * ? [ {. The target was not changed."
         )
+    if root.exists() and not root.is_dir():
+        fail(
+            f"target_path {str(root)!r} is a file, not a folder: a dataset is a folder of "
+            "Parquet files (the first merge creates it). Name a folder. The target was not "
+            "changed."
+        )
 
     settings = _check_options(
         compression, rows_per_file, row_group_size, config.pop("partition_by", None), fail
     )
     dry_run = bool(config.get("dry_run"))
-    session: _Session | None = None
+    tx_id = commit.new_id()
+    con = connection
+    if con is None:
+        # spills to the work folder; a dry run's (if any) to the system's temporary folder
+        spill = (
+            Path(tempfile.gettempdir()) / f"dbt_merge-{tx_id}"
+            if dry_run
+            else commit.Transaction(root, commit.work_dir(root), tx_id).spill
+        )
+        con_settings = {"temp_directory": str(spill)}
+        if memory_limit:
+            con_settings["memory_limit"] = memory_limit
+        con = duckdb.connect(config=con_settings)
+        con.execute("set enable_progress_bar = false")  # a library prints nothing
+    con = getattr(con, "_cursor", con)  # dbt-duckdb wraps its cursor
+    session = _Session(con, tx_id)
+    context = _dbt_context(session, root, history, bool(config.get("merge_history_table")))
+    macros = MacroContext(config, session.query, fail, context=context, error=ParquetMergeError)
     with contextlib.ExitStack() as stack:
-        # a dry run writes nothing anywhere: no folder, no lock, no work files
-        tx = stack.enter_context(commit.transaction(root, read_only=dry_run))
-        con = connection
-        if con is None:
-            # spills next to the dataset; a dry run's (if any) in the system's temporary folder
-            spill = Path(tempfile.gettempdir()) / f"dbt_merge-{tx.id}" if dry_run else tx.spill
-            con_settings = {"temp_directory": str(spill)}
-            if memory_limit:
-                con_settings["memory_limit"] = memory_limit
-            con = duckdb.connect(config=con_settings)
-            con.execute("set enable_progress_bar = false")  # a library prints nothing
-        con = getattr(con, "_cursor", con)  # dbt-duckdb wraps its cursor
-        session = _Session(con, tx.id)
-        context = _dbt_context(session, root, history, bool(config.get("merge_history_table")))
-        macros = MacroContext(config, session.query, fail, context=context, error=ParquetMergeError)
         try:
+            # what needs no dataset is checked before the dataset is locked (its folder, the
+            # lock and missing parents created): the config, the connection, the history table
             cfg = macros.validate_merge_config()
             if not defer_publish and _in_transaction(con):
                 fail(
@@ -273,6 +285,8 @@ def run_merge(
             recorder = None
             if cfg.get("history_table"):
                 recorder = _History(con, config, context, cfg, fail)
+            # a dry run writes nothing anywhere: no folder, no lock, no work files
+            tx = stack.enter_context(commit.transaction(root, read_only=dry_run, tx_id=tx_id))
             merge = _Merge(session, macros, cfg, tx, root, settings, fail, full_refresh, durable)
             merge.defer = True  # published below (or by the caller), with the history row
             started_at = datetime.datetime.utcnow()

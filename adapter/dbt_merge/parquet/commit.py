@@ -73,8 +73,15 @@ class Transaction:
         return self.folder / "spill"
 
 
+def new_id() -> str:
+    """A merge's id: its work folder's and new files' names."""
+    return uuid.uuid4().hex[:16]
+
+
 @contextmanager
-def transaction(root: Path, read_only: bool = False) -> Iterator[Transaction]:
+def transaction(
+    root: Path, read_only: bool = False, tx_id: str | None = None
+) -> Iterator[Transaction]:
     """Lock the dataset, clear what earlier merges left in its work folder, and give a fresh
     transaction; its scratch files are deleted on the way out, whatever happens.
 
@@ -82,11 +89,15 @@ def transaction(root: Path, read_only: bool = False) -> Iterator[Transaction]:
     is taken shared when it exists (a merge publishing meanwhile is waited for; dry runs do not
     wait for each other), and the transaction's folders are never created."""
     if root.exists() and not root.is_dir():
-        raise ParquetMergeError(f"target_path {root} exists and is not a folder.")
+        raise ParquetMergeError(
+            f"target_path {root} is a file, not a folder: a dataset is a folder of Parquet "
+            "files. Name a folder."
+        )
     work = work_dir(root)
+    tx_id = tx_id or new_id()
     if read_only:
         with _shared_lock(work / "lock"):
-            yield Transaction(root, work, uuid.uuid4().hex[:16])
+            yield Transaction(root, work, tx_id)
         return
     root.parent.mkdir(parents=True, exist_ok=True)
     work.mkdir(exist_ok=True)
@@ -95,7 +106,7 @@ def transaction(root: Path, read_only: bool = False) -> Iterator[Transaction]:
         try:
             for leftover in work.glob("tx-*"):
                 shutil.rmtree(leftover, ignore_errors=True)
-            tx = Transaction(root, work, uuid.uuid4().hex[:16])
+            tx = Transaction(root, work, tx_id)
             tx.folder.mkdir()
             try:
                 yield tx
