@@ -115,16 +115,17 @@ def merge_parquet_dataset(
         a DuckDB relation of `connection`), or a path to Parquet files: a file, a folder
         (every `*.parquet` below it), a glob, or a list of those.
     target_path: a local folder, created by the first merge; readers read
-        `target_path/**/*.parquet`.
+        `target_path/**/*.parquet`. Resolved once as the file system resolves it (symlinks,
+        `..`): a symlinked folder is merged into where it points. A file is refused.
     key_columns: the key, a column name or a list (dbt's `unique_key`).
     strategy: upsert, insert, update, full_merge or deduplicate (see the README).
     dedup_order_by: deduplicate only: which row of a key to keep, e.g. ['version desc'].
     compression: the Parquet codec of the files written.
 
-    connection: a DuckDB connection to run on (default: a private in-memory one, which
-        spills to the dataset's work folder); rows_per_file / row_group_size: the size of the
-        files written; memory_limit: DuckDB's memory_limit for the private connection;
-        durable: fsync before and after publishing.
+    connection: a DuckDB connection to run on, with no transaction open (default: a private
+        in-memory one, which spills to the dataset's work folder); rows_per_file /
+        row_group_size: the size of the files written; memory_limit: DuckDB's memory_limit for
+        the private connection; durable: fsync before and after publishing.
 
     Every other keyword is the dbt config option of the same name, as merge_dataframe takes
     them (dbt_merge.options): merge_update_columns, merge_exclude_columns,
@@ -135,7 +136,9 @@ def merge_parquet_dataset(
     dataset), full_refresh (replace the whole dataset with the checked source). file_format,
     tblproperties, options and full_merge_write describe a table and are refused.
 
-    Raises ParquetMergeError, leaving the dataset unchanged, on bad config or source rows.
+    Raises ParquetMergeError, leaving the dataset unchanged, on bad config or source rows, or
+    when another writer changed the dataset while the merge ran. A dry run writes nothing
+    anywhere.
     """
     report = run_merge(
         source,
@@ -1171,7 +1174,7 @@ class _Merge:
 def dataset_read_sql(target_path: str | os.PathLike) -> str:
     """A relation over the dataset as it is (no merge), for a reader: every `*.parquet` under
     it, with DuckDB's hive parsing (types guessed) when it has partition folders."""
-    root = Path(os.path.abspath(os.fspath(target_path)))
+    root = Path(os.path.realpath(os.fspath(target_path)))
     partitions = layout.partition_columns(commit.list_files(root), str(root))
     pattern = q.literal(str(root) + "/**/*.parquet")
     hive = "true" if partitions else "false"

@@ -174,7 +174,7 @@ def _abandon(invocation: str, location: str) -> None:
 
 
 def _root(location: str) -> str:
-    return os.path.abspath(os.fspath(location))
+    return os.path.realpath(os.fspath(location))  # as run_merge resolves it
 
 
 @atexit.register
