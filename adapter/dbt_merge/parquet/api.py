@@ -206,9 +206,8 @@ def run_merge(
     makes the merge live later (the dbt materialization publishes after its hooks).
     history: for merge_history_table, what a dbt model gives the history row and relation
     (model_unique_id, invocation_id, database, schema). The history table is checked before
-    anything is written and created if missing; its row is written in a transaction committed
-    with the publish, or, with defer_publish, left to the caller (the dbt model writes it in
-    its transaction, before it publishes)."""
+    anything is written and created if missing; its row is written in a transaction of its own
+    committed right after the publish (with defer_publish, when report.pending publishes)."""
     prefix = f"dbt_merge: dataset '{target_path}': " if error_prefix is None else error_prefix
 
     def fail(message: str) -> None:
@@ -291,7 +290,6 @@ def run_merge(
             # a dry run writes nothing anywhere: no folder, no lock, no work files
             tx = stack.enter_context(commit.transaction(root, read_only=dry_run, tx_id=tx_id))
             merge = _Merge(session, macros, cfg, tx, root, settings, fail, full_refresh, durable)
-            merge.defer = True  # published below (or by the caller), with the history row
             started_at = datetime.datetime.utcnow()
             report = merge.run(source)
             publish = merge.deferred
@@ -545,8 +543,7 @@ class _Merge:
         self.fail = fail
         self.full_refresh = full_refresh
         self.durable = durable
-        self.defer = False
-        self.deferred = None  # defer: the publish, to run later
+        self.deferred = None  # the publish, run by run_merge (or its caller) with the history
         self.new_state: list[tuple[str, str]] = []  # defer: the dataset's files afterwards
         self.files: list[str] = []
         self.listed: dict[str, tuple[int, int, int]] = {}
@@ -1151,6 +1148,9 @@ class _Merge:
         return self._files_written - 1
 
     def _publish(self, report: MergeReport) -> None:
+        """Plan the publish of `report` (self.deferred) and the dataset as it will leave it
+        (self.new_state); run_merge runs it, with the history row, or hands it to its caller."""
+
         def publish() -> None:
             plan = layout.plan_swap(
                 report.files_removed,
@@ -1162,9 +1162,6 @@ class _Merge:
             except ParquetMergeError as e:
                 self.fail(str(e))
 
-        if not self.defer:
-            publish()
-            return
         removed = set(report.files_removed)
         self.new_state = [(str(self.root / f), f) for f in self.files if f not in removed]
         self.new_state += [(str(self.tx.new_files / f), f) for f in report.files_added]

@@ -8,14 +8,20 @@ The commit protocol, whole:
 2. New files are written into the work folder, never into the dataset.
 3. The directory holding every change (layout.plan_swap) is rebuilt in the work folder: hard
    links to each file that stays (no data is copied), plus the new files.
-4. One `renameat2(RENAME_EXCHANGE)` (macOS: `renamex_np(RENAME_SWAP)`) swaps the rebuilt
+4. The dataset is listed again: a data file that appeared, changed or went since the merge
+   listed it, or any entry of the live directory that differs from what step 3 linked, is
+   another writer's doing, and the publish is refused (its files would otherwise be swapped
+   out with the old directory and deleted, or left unread beside rows they may duplicate).
+5. One `renameat2(RENAME_EXCHANGE)` (macOS: `renamex_np(RENAME_SWAP)`) swaps the rebuilt
    directory with the live one. A directory that did not exist yet (a new partition, a new
    dataset) is instead renamed into place. This is the commit: before it the live dataset is
    the old one, after it the new one, and no state in between ever exists on disk.
-5. The old directory, now in the work folder, is deleted.
+6. The old directory, now in the work folder, is deleted.
+
+A dry run takes the lock shared, and only when it exists: it creates nothing.
 
 So the live dataset is always the truth and no journal is needed: a process killed at any
-point leaves the dataset as it was before step 4 or as it is after it, and the next merge
+point leaves the dataset as it was before step 5 or as it is after it, and the next merge
 starts from there. New files and the rebuilt directories are fsynced before the swap and the
 parent directory after it, so this also holds across a power loss (with `durable=True`).
 
@@ -200,7 +206,7 @@ def _is_inside(path: str) -> bool:
 
 def _mirror(live: Path, staged: Path, plan: SwapPlan) -> set[tuple[str, int]]:
     """Rebuild `live` at `staged` with hard links, leaving out the removed files and the
-    folders that only held them. Returns what it found in `live` (_entries)."""
+    folders that only held them. Returns every entry it found in `live` (see _walk)."""
     staged.mkdir()
     emptied = set()
     found = set()
