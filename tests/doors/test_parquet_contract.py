@@ -242,11 +242,14 @@ def read_rows(path) -> list[dict]:
     return rows
 
 
-def caller_connection(case: dict, source: pa.Table):
+def caller_connection(case: dict, source: pa.Table, real: Path):
     """A caller's connection with objects of its own: a temporary table and view, a registered
-    Arrow table, a changed setting, a relation over its own table; with a transaction open
-    holding an uncommitted row, for that caller."""
+    Arrow table, a changed setting, a relation over its own table, a temporary view named as
+    the dataset's folder (the name the merge gives its view of the dataset's files, in
+    messages); with a transaction open holding an uncommitted row, for that caller."""
     con = duckdb.connect()
+    quoted = '"' + str(real.resolve()).replace('"', '""') + '"'
+    con.execute(f"create temp view {quoted} as select 42 as answer")
     con.execute("set TimeZone = 'Asia/Kolkata'")
     con.execute("create table kept (x int)")
     con.execute("create temp table mine as select 1 as x")
@@ -320,7 +323,7 @@ def python_case(case: dict) -> None:
         source_table = rows_table(case["rows"])
         con = None
         if case["caller"] != "private":
-            con = caller_connection(case, source_table)
+            con = caller_connection(case, source_table, real)
         source = {"arrow": source_table}.get(case["source"])
         if case["source"] == "relation":
             source = con.table("src")

@@ -596,7 +596,7 @@ class _Merge:
                     )
         relations = {
             # the target's name in messages, and the view of the files read (see _merge)
-            "target": q.quote(str(self.root)),
+            "target": q.quote(self._free_name(str(self.root))),
             "stage": stage,
             "converted": q.quote(self.s.prefix + "converted"),
             "deduped": q.quote(self.s.prefix + "deduped")
@@ -979,6 +979,20 @@ class _Merge:
         report.rows_written = sum(n for _, n in outputs)
         self._publish(report)
         report.dataset_files = len(files) - len(report.files_removed) + len(report.files_added)
+
+    def _free_name(self, base: str) -> str:
+        """`base`, or `base (2)`, ...: a name no table or view of the connection has (the
+        caller's objects are the caller's, even one named as the dataset's folder)."""
+        rows = self.s.query(
+            "select lower(table_name) from duckdb_tables()"
+            " union all select lower(view_name) from duckdb_views()"
+        )[1]
+        taken = {r[0] for r in rows}
+        name, n = base, 1
+        while name.lower() in taken:
+            n += 1
+            name = f"{base} ({n})"
+        return name
 
     def _now(self) -> str:
         """The merge's time, once: what a table's merge stamps (current_timestamp of its one
