@@ -89,6 +89,7 @@ DOOR_WORDING: tuple[tuple[str, str], ...] = (
     ("the model's table", "the target"),
     # full_refresh=True, not --full-refresh; the merge, not the model, runs again
     ("rebuild the table with --full-refresh", "rebuild it with full_refresh=True"),
+    ("--full-refresh (full_refresh=True)", "full_refresh=True"),
     ("run with --full-refresh", "merge with full_refresh=True"),
     ("Run with --full-refresh", "Merge with full_refresh=True"),
     ("--full-refresh", "full_refresh=True"),

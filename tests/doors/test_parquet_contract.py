@@ -93,7 +93,8 @@ REFUSALS = {
     "glob": "has a glob character",
     "a file": "is a file, not a folder",
     "open transaction": "the connection has a transaction open",
-    "other columns": "unique_key column 'id' is not in the target",
+    # 'key column' from Python, 'unique_key column' from dbt
+    "other columns": "column 'id' is not in the target",
 }
 
 

@@ -130,9 +130,9 @@ def test_mass_delete_guard(five_files):
     ("kwargs", "message"),
     [
         ({"strategy": "upsrt"}, "strategy 'upsrt' is not one of"),
-        ({"key_columns": []}, "unique_key is missing or empty"),
+        ({"key_columns": []}, "key_columns is missing or empty"),
         ({"key_columns": ["id", "ID"]}, "names a column twice"),
-        ({"key_columns": "nope"}, "unique_key column 'nope' is not in the source"),
+        ({"key_columns": "nope"}, "key column 'nope' is not in the source"),
         ({"dedup_order_by": "v"}, "dedup_order_by is set but strategy is 'upsert'"),
         (
             {"strategy": "deduplicate", "dedup_order_by": "nope desc"},
@@ -185,7 +185,7 @@ def test_bad_source_rows_are_refused(five_files):
         (
             table([1, None], ["a", "b"]),
             {},
-            "unique_key column 'id' is NULL in 1 row(s) of the source",
+            "key column 'id' is NULL in 1 row(s) of the source",
         ),
         (table([1, 1], ["a", "b"]), {}, "occur more than once in the source, e.g. (id) = (1)"),
         (
@@ -196,7 +196,7 @@ def test_bad_source_rows_are_refused(five_files):
         (
             pa.table({"id": pa.array(["1"]), "v": pa.array(["a"])}),
             {},
-            "unique_key column 'id' has type VARCHAR in the source but BIGINT",
+            "key column 'id' has type VARCHAR in the source but BIGINT",
         ),
         (
             pa.table({"id": pa.array([1]), "v": pa.array([1.5])}),

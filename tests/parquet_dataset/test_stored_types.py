@@ -211,7 +211,7 @@ def test_files_whose_types_conflict_are_refused_naming_them(tmp_path):
     message = str(err.value)
     assert "the dataset's files disagree on the type of column 'v'" in message
     assert "they give VARCHAR" in message and "a.parquet (BIGINT)" in message
-    assert "--full-refresh (full_refresh=True)" in message
+    assert "with full_refresh=True. " in message
     assert fingerprint(root) == before
     # the fix the message names
     fixed = run_merge(pa.table({"id": [1], "v": ["11"]}), root, "id", full_refresh=True)

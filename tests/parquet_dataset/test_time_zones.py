@@ -51,10 +51,10 @@ def _rows(root: Path) -> list[tuple]:
     "dataset_types, source_types, column, message",
     [
         ((ZONED, ZONED), (NAIVE, ZONED), "k",
-         "unique_key column 'k' is timestamp in the source but timestamp with time zone in the "
+         "key column 'k' is timestamp in the source but timestamp with time zone in the "
          "target"),
         ((NAIVE, NAIVE), (ZONED, NAIVE), "k",
-         "unique_key column 'k' is timestamp with time zone in the source but timestamp in the "
+         "key column 'k' is timestamp with time zone in the source but timestamp in the "
          "target"),
         ((NAIVE, ZONED), (NAIVE, NAIVE), "at",
          "column 'at' is timestamp in the source but timestamp with time zone in the target"),

@@ -42,7 +42,7 @@ from dbt_merge.parquet import history as merge_history
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
 from dbt_merge.parquet.sql import DST, SRC, Column
-from dbt_merge.render import MacroContext
+from dbt_merge.render import MacroContext, source_wording
 from dbt_merge.result import MergeResult
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated
@@ -468,15 +468,13 @@ def _check_options(
 
 
 def _api_wording(message: str) -> str:
-    """The macros speak of a dbt model; the Python API has a source and a dataset."""
+    """The macros speak of a dbt model; the Python API has a source and a dataset: the doors'
+    wording (render.source_wording: key_columns=, full_refresh=True, the source), then the
+    dataset for the table."""
     return (
-        message.replace("the model's SELECT", "the source")
-        .replace("the SELECT", "the source")
+        source_wording(message, "the source")
         .replace("the target table", "the target dataset")
         .replace("The target was not changed.", "The dataset was not changed.")
-        .replace("rebuild the table with --full-refresh", "rebuild it with full_refresh=True")
-        .replace("run with --full-refresh", "merge with full_refresh=True")
-        .replace("Run with --full-refresh", "Merge with full_refresh=True")
     )
 
 
