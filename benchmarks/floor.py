@@ -66,6 +66,7 @@ import duckdb
 from . import data
 
 KEY = data.KEY
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 NON_KEY = [c for c in data.COLUMNS if c != KEY]
 COLS = ", ".join(data.COLUMNS)
 
@@ -174,6 +175,11 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--only", default="", help="comma-separated formulation names")
     p.add_argument("--mor", action="store_true", help="Spark: a merge-on-read Iceberg target")
+    p.add_argument("--v3", action="store_true", help="Spark: an Iceberg target of format v3")
+    p.add_argument(
+        "--extensions", action="store_true",
+        help="Spark session: Iceberg's SQL extensions on (the branch formulations need them)",
+    )
     p.add_argument(
         "--dataframe", action="store_true", help="Spark session: also merge_dataframe (SPARK)"
     )
@@ -319,7 +325,65 @@ def spark_formulations(t: str, s: str) -> dict[str, list[str]]:
         f"from ({joined}) as j"
     )
     light = staged[:-1] + [f"select count(*), count_if({KEY} is null) from floor_src"]
+    # write once, count from the commit (issue 32; Iceberg SQL extensions, `--extensions`): the
+    # MERGE skipping unchanged rows into a branch of the run, from the staged SELECT cached
+    # lazily (the MERGE fills it), its source's keys tested inside the statement (a NULL key, a
+    # key repeated: raise_error over a window count by key), then the source's rows counted from
+    # the cache, the commit's summary read, main fast-forwarded to the branch, the branch
+    # dropped. `+ held twice`: the source also joined to the target's keys held more than once
+    # among the source's keys (a target key held twice fails the MERGE)
+    branch = f"{t}.branch_floor_run"
+    keyed = (
+        f"(select * from (select *, count(*) over (partition by {KEY}) as dbt_n from floor_src)"
+        f" where case when dbt_n > 1 or {KEY} is null then raise_error('bad key') else true end)"
+    )
+    twice = (
+        f"(select s.* from {keyed} as s left join (select {KEY} as dbt_k from {t} where "
+        f"{KEY} in (select {KEY} from floor_src) group by {KEY} having count(*) > 1) as d "
+        f"on d.dbt_k = s.{KEY} where case when d.dbt_k is not null then raise_error('held twice')"
+        " else true end)"
+    )
+    one_merge = skip.replace(f"merge into {t} as t using {s} as s",
+                             f"merge into {branch} as t using {keyed} as s")
+    summary = (
+        f"select summary['added-records'], summary['added-position-deletes'], "
+        f"summary['total-records'] from {t}.snapshots where snapshot_id = "
+        f"(select snapshot_id from {t}.refs where name = 'floor_run')"
+    )
+    publish = [
+        f"call spark_catalog.system.fast_forward('{t}', 'main', 'floor_run')",
+        f"alter table {t} drop branch floor_run",
+    ]
+    one_pass = (staged[:-1] + [f"alter table {t} create branch floor_run", one_merge,
+                               "select count(*) from floor_src", summary] + publish + unstage)
+    # the same, the checks a pass of their own before the write (today's source check: rows,
+    # NULL keys, distinct keys; it fills the cache), with the test of a target key held twice
+    # among the source's keys (key columns only) as a scalar subquery of that query; then the
+    # MERGE into the branch from the cache. `+ total`: the branch's rows counted (a
+    # merge-on-read table's count applies its delete files)
+    held = (
+        f"(select count(*) from (select {KEY} from {t} where {KEY} in (select {KEY} from "
+        f"floor_src) group by {KEY} having count(*) > 1))"
+    )
+    checked = staged[:-1] + [check.replace(f" from {s}", f", {held} from floor_src")]
+    branch_merge = skip.replace(f"merge into {t} as t using {s} as s",
+                                f"merge into {branch} as t using floor_src as s")
+    check_then_branch = checked + [f"alter table {t} create branch floor_run", branch_merge,
+                                   summary] + publish + unstage
     return {
+        "check (held twice) + branch MERGE skip": check_then_branch,
+        "check (held twice) + branch MERGE skip + total": [
+            *check_then_branch[: check_then_branch.index(summary) + 1],
+            f"select count(*) from {branch}", *publish, *unstage],
+        "check (held twice)": checked + unstage,
+        "branch + MERGE skip (checks inside)": one_pass,
+        "branch + MERGE skip (checks inside) + held twice": [
+            q.replace(keyed, twice) if q == one_merge else q for q in one_pass],
+        "branch + MERGE skip (no checks)": [
+            f"alter table {t} create branch floor_run",
+            skip.replace(f"merge into {t} as t", f"merge into {branch} as t"), summary] + publish,
+        "MERGE skip (checks inside)": staged[:-1] + [
+            skip.replace(f"using {s} as s", f"using {keyed} as s")] + unstage,
         "staged check + full-join count": staged + [fj_count] + unstage,
         "one pass (check and full-join count)": light + [fj_one_pass] + unstage,
         "MERGE skip-unchanged (no file filter)": [skip + no_filter],
@@ -355,7 +419,8 @@ def spark_main(a) -> None:
     if a.engine == "spark":
         os.environ["SPARK_STATE_DIR"] = str(folder / "spark_state")
         (folder / "spark_state").mkdir()
-        write_project(project, "spark")
+        extensions = {"spark.sql.extensions": ICEBERG_EXTENSIONS} if a.extensions else None
+        write_project(project, "spark", spark_conf=extensions)
         _spark_floor(a, inc, project, open_engine("spark", folder / "x.duckdb", project))
         return
     with bench_cluster(log=lambda m: print(m, flush=True)) as (cluster, _):
@@ -369,7 +434,7 @@ def _spark_floor(a, inc, project: Path, engine) -> None:
     from .engines import prepare
     from .project import MOR_PROPERTIES, DbtProject
 
-    props = MOR_PROPERTIES if a.mor else None
+    props = (MOR_PROPERTIES if a.mor else {}) | ({"format-version": "3"} if a.v3 else {}) or None
     pristine = prepare(engine, inc)
     t, s = engine.target_ref("floor_target"), engine.source_ref()
     forms = spark_formulations(t, s)
