@@ -337,7 +337,7 @@ def test_full_refresh_replaces_the_dataset(five_files):
 
 def test_refuses_a_file_system_path_that_is_a_file(tmp_path):
     (tmp_path / "f").write_text("x")
-    with pytest.raises(ParquetMergeError, match="is not a folder"):
+    with pytest.raises(ParquetMergeError, match="is a file, not a folder: a dataset is a folder"):
         merge_parquet_dataset(table([1], ["a"]), tmp_path / "f", "id")
 
 

@@ -27,6 +27,7 @@ import contextlib
 import datetime
 import os
 import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ import duckdb
 
 from dbt_merge.options import MergeOptions, merge_config
 from dbt_merge.parquet import commit, layout, schema, types
+from dbt_merge.parquet import history as merge_history
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
 from dbt_merge.parquet.sql import DST, SRC, Column
@@ -113,16 +115,17 @@ def merge_parquet_dataset(
         a DuckDB relation of `connection`), or a path to Parquet files: a file, a folder
         (every `*.parquet` below it), a glob, or a list of those.
     target_path: a local folder, created by the first merge; readers read
-        `target_path/**/*.parquet`.
+        `target_path/**/*.parquet`. Resolved once as the file system resolves it (symlinks,
+        `..`): a symlinked folder is merged into where it points. A file is refused.
     key_columns: the key, a column name or a list (dbt's `unique_key`).
     strategy: upsert, insert, update, full_merge or deduplicate (see the README).
     dedup_order_by: deduplicate only: which row of a key to keep, e.g. ['version desc'].
     compression: the Parquet codec of the files written.
 
-    connection: a DuckDB connection to run on (default: a private in-memory one, which
-        spills to the dataset's work folder); rows_per_file / row_group_size: the size of the
-        files written; memory_limit: DuckDB's memory_limit for the private connection;
-        durable: fsync before and after publishing.
+    connection: a DuckDB connection to run on, with no transaction open (default: a private
+        in-memory one, which spills to the dataset's work folder); rows_per_file /
+        row_group_size: the size of the files written; memory_limit: DuckDB's memory_limit for
+        the private connection; durable: fsync before and after publishing.
 
     Every other keyword is the dbt config option of the same name, as merge_dataframe takes
     them (dbt_merge.options): merge_update_columns, merge_exclude_columns,
@@ -133,7 +136,9 @@ def merge_parquet_dataset(
     dataset), full_refresh (replace the whole dataset with the checked source). file_format,
     tblproperties, options and full_merge_write describe a table and are refused.
 
-    Raises ParquetMergeError, leaving the dataset unchanged, on bad config or source rows.
+    Raises ParquetMergeError, leaving the dataset unchanged, on bad config or source rows, or
+    when another writer changed the dataset while the merge ran. A dry run writes nothing
+    anywhere.
     """
     report = run_merge(
         source,
@@ -200,8 +205,9 @@ def run_merge(
     defer_publish: write everything but leave the dataset as it is; report.pending.publish()
     makes the merge live later (the dbt materialization publishes after its hooks).
     history: for merge_history_table, what a dbt model gives the history row and relation
-    (model_unique_id, invocation_id, database, schema); the history row is then written
-    before the (deferred) publish, in the model's transaction."""
+    (model_unique_id, invocation_id, database, schema). The history table is checked before
+    anything is written and created if missing; its row is written in a transaction of its own
+    committed right after the publish (with defer_publish, when report.pending publishes)."""
     prefix = f"dbt_merge: dataset '{target_path}': " if error_prefix is None else error_prefix
 
     def fail(message: str) -> None:
@@ -226,7 +232,9 @@ def run_merge(
             "stopped halfway (see docs/parquet-datasets.md, Guarantees). The dataset was "
             "not changed."
         )
-    root = Path(os.path.abspath(os.fspath(target_path)))
+    # the folder the path names, as the file system resolves it (symlinks, `..`): the swap
+    # replaces that folder, never a symlink on the way to it
+    root = Path(os.path.realpath(os.fspath(target_path)))
 
     glob = sorted({ch for ch in str(root) if ch in GLOB_CHARACTERS})
     if glob:
@@ -236,44 +244,156 @@ def run_merge(
             "DuckDB would expand when reading the dataset (every later merge, every reader). "
             "Choose a path without * ? [ {. The target was not changed."
         )
+    if root.exists() and not root.is_dir():
+        fail(
+            f"target_path {str(root)!r} is a file, not a folder: a dataset is a folder of "
+            "Parquet files (the first merge creates it). Name a folder. The target was not "
+            "changed."
+        )
 
     settings = _check_options(
         compression, rows_per_file, row_group_size, config.pop("partition_by", None), fail
     )
-    session: _Session | None = None
+    dry_run = bool(config.get("dry_run"))
+    tx_id = commit.new_id()
+    con = connection
+    if con is None:
+        # spills to the work folder; a dry run's (if any) to the system's temporary folder
+        spill = (
+            Path(tempfile.gettempdir()) / f"dbt_merge-{tx_id}"
+            if dry_run
+            else commit.Transaction(root, commit.work_dir(root), tx_id).spill
+        )
+        con_settings = {"temp_directory": str(spill)}
+        if memory_limit:
+            con_settings["memory_limit"] = memory_limit
+        con = duckdb.connect(config=con_settings)
+        con.execute("set enable_progress_bar = false")  # a library prints nothing
+    con = getattr(con, "_cursor", con)  # dbt-duckdb wraps its cursor
+    session = _Session(con, tx_id)
+    context = _dbt_context(session, root, history, bool(config.get("merge_history_table")))
+    macros = MacroContext(config, session.query, fail, context=context, error=ParquetMergeError)
     with contextlib.ExitStack() as stack:
-        tx = stack.enter_context(commit.transaction(root))
-        con = connection
-        if con is None:
-            con_settings = {"temp_directory": str(tx.spill)}
-            if memory_limit:
-                con_settings["memory_limit"] = memory_limit
-            con = duckdb.connect(config=con_settings)
-            con.execute("set enable_progress_bar = false")  # a library prints nothing
-        con = getattr(con, "_cursor", con)  # dbt-duckdb wraps its cursor
-        session = _Session(con, tx.id)
-        context = _dbt_context(session, root, history, bool(config.get("merge_history_table")))
-        macros = MacroContext(config, session.query, fail, context=context, error=ParquetMergeError)
         try:
+            # what needs no dataset is checked before the dataset is locked (its folder, the
+            # lock and missing parents created): the config, the connection, the history table
             cfg = macros.validate_merge_config()
+            if not defer_publish and _in_transaction(con):
+                fail(
+                    "the connection has a transaction open; the merge publishes the dataset on "
+                    "its own, and the caller could still roll back what it read. Commit or roll "
+                    "back first. The target was not changed."
+                )
+            recorder = None
+            if cfg.get("history_table"):
+                recorder = _History(con, config, context, cfg, fail)
+            # a dry run writes nothing anywhere: no folder, no lock, no work files
+            tx = stack.enter_context(commit.transaction(root, read_only=dry_run, tx_id=tx_id))
             merge = _Merge(session, macros, cfg, tx, root, settings, fail, full_refresh, durable)
-            merge.defer = defer_publish
             started_at = datetime.datetime.utcnow()
             report = merge.run(source)
-            if cfg.get("history_table") and not report.stats.get("dry_run"):
-                # after the publish; with defer_publish, before it, in the dbt model's
-                # transaction, which commits after the publish
-                macros.record_merge_history(
-                    cfg["history_table"], context["this"], cfg["strategy"], report.stats, started_at
-                )
+            publish = merge.deferred
+            if recorder is not None and not report.stats.get("dry_run"):
+                recorder.ensure()
+                publish = recorder.publishing(merge.deferred, report.stats, started_at, prefix)
+            if not defer_publish:
+                publish()
         finally:
             session.drop_all()
             if connection is None:
                 con.close()
         if defer_publish:
             # the transaction (the lock, the work files) now belongs to the pending publish
-            report.pending = Pending(merge.new_state, merge.deferred, stack.pop_all())
+            report.pending = Pending(merge.new_state, publish, stack.pop_all())
         return report
+
+
+class _History:
+    """merge_history_table: checked when the merge starts (before anything is written),
+    created on first use by a cursor of its own, and its row written on another cursor of its
+    own, in a transaction begun after the table exists and committed right after the publish
+    (a dbt model's transaction may have begun before the table was created, and would not see
+    it). So the row exists exactly when the dataset was published."""
+
+    def __init__(self, con, config, context, cfg, fail):
+        self.con, self.config, self.context, self.cfg = con, config, context, cfg
+        self.name = cfg["history_table"]
+        macros = self._macros(con, fail)
+        self.relation = macros.get("_history_relation")(self.name, context["this"])
+        self.create_sql = macros.get("_create_history_sql")(self.relation)
+        columns = [c for c, _ in macros.get("_history_columns")()]
+
+        def refuse(message: str) -> None:
+            fail(message + " The target was not changed.")
+
+        self.fail, self.refuse = fail, refuse
+        merge_history.check(
+            lambda sql, params: con.execute(sql, params).fetchall(),
+            self.relation,
+            self.name,
+            columns,
+            refuse,
+        )
+
+    def _macros(self, con, fail) -> MacroContext:
+        return MacroContext(
+            self.config,
+            _Session(con, "").query,
+            fail,
+            context=self.context,
+            error=ParquetMergeError,
+        )
+
+    def ensure(self) -> None:
+        merge_history.ensure_table(self.con, self.create_sql)
+
+    def publishing(self, publish, stats, started_at, prefix: str):
+        """The publish, with the history row: written in a transaction on a cursor of its own,
+        the dataset published, the transaction committed. A failure before the commit rolls
+        the row back and leaves the dataset unpublished."""
+
+        def run() -> None:
+            cursor = self.con.cursor()
+            try:
+                cursor.begin()
+                try:
+                    try:
+                        self._macros(cursor, self.fail).record_merge_history(
+                            self.name, self.context["this"], self.cfg["strategy"], stats, started_at
+                        )
+                    except duckdb.Error as e:
+                        self.refuse(
+                            f"merge_history_table '{self.name}': the history row could not be "
+                            f"written to {self.relation} ({type(e).__name__}: {e}). Fix that "
+                            "table or name another (leave merge_history_table out to merge "
+                            "without a history)."
+                        )
+                    publish()
+                except BaseException:
+                    cursor.rollback()
+                    raise
+                try:
+                    cursor.commit()
+                except duckdb.Error as e:
+                    raise ParquetMergeError(
+                        f"{prefix}the dataset was merged and published, but its history row "
+                        f"could not be committed to {self.relation} ({type(e).__name__}: {e});"
+                        " the merge's statistics were not recorded."
+                    ) from e
+            finally:
+                cursor.close()
+
+        return run
+
+
+def _in_transaction(con) -> bool:
+    """Whether the caller has a transaction open: two statements then share its id (each runs
+    in a transaction of its own otherwise). A failed transaction counts as open."""
+    query = "select current_transaction_id()"
+    try:
+        return con.execute(query).fetchall() == con.execute(query).fetchall()
+    except duckdb.Error:
+        return True
 
 
 @dataclass(frozen=True)
@@ -423,10 +543,10 @@ class _Merge:
         self.fail = fail
         self.full_refresh = full_refresh
         self.durable = durable
-        self.defer = False
-        self.deferred = None  # defer: the publish, to run later
+        self.deferred = None  # the publish, run by run_merge (or its caller) with the history
         self.new_state: list[tuple[str, str]] = []  # defer: the dataset's files afterwards
         self.files: list[str] = []
+        self.listed: dict[str, tuple[int, int, int]] = {}
         self.file_columns: dict[str, list[schema.FileColumn]] = {}  # each file's own columns
 
     # ------------------------------------------------------------------ the whole merge
@@ -436,7 +556,9 @@ class _Merge:
         source (the macros), then build or merge."""
         stage = self._stage(self._source_relation(source))
         source_columns = self.s.describe(stage)
-        files = commit.list_files(self.root)
+        # the dataset as this merge reads it; the publish refuses if another writer changed it
+        self.listed = commit.listing(self.root)
+        files = sorted(self.listed)
         self.files = files
         # what a deferred publish of no change leaves: the files as they are
         self.new_state = [(str(self.root / f), f) for f in files]
@@ -453,10 +575,13 @@ class _Merge:
         # get the dataset's columns after it (see _merge)
         schema = None
         if target_columns is not None:
+            # the soft-delete columns the source lacks are columns of the merged rows (live:
+            # false, NULL): on_schema_change adds them to the dataset as it adds the source's
+            extras = self.m.get("_soft_delete_extras")(self.cfg, [c.name for c in source_columns])
             schema = self.m.plan_schema_changes(
                 self.cfg["on_schema_change"],
                 _Relation("", "", str(self.root), q.quote(str(self.root))),
-                source_columns,
+                source_columns + [e["column"] for e in extras],
                 target_columns,
             )
             lowered = {p.lower() for p in partitions}
@@ -471,7 +596,7 @@ class _Merge:
                     )
         relations = {
             # the target's name in messages, and the view of the files read (see _merge)
-            "target": q.quote(str(self.root)),
+            "target": q.quote(self._free_name(str(self.root))),
             "stage": stage,
             "converted": q.quote(self.s.prefix + "converted"),
             "deduped": q.quote(self.s.prefix + "deduped")
@@ -681,6 +806,9 @@ class _Merge:
         rewrite_all = bool(schema_plan["removed"] or schema_plan["retyped"])
         target_names = [c.name for c in target_columns]
         out_columns = _planned_columns(target_columns, schema_plan)
+        # the dataset's rows as the merge reads them: a column being added reads NULL (as after
+        # ALTER TABLE ADD COLUMN), so conditions on it (soft deletes) bind
+        read_columns = target_columns + [Column(c.name, c.dtype) for c in schema_plan["added"]]
         keys = [_find(k, target_names) or k for k in plan["key_columns"]]
         taken = [*target_names, *plan["source_names"]]
         file_col = q.fresh_name("dbt_merge_file", taken)
@@ -705,9 +833,9 @@ class _Merge:
         # query it and name it in their messages
         target = plan["target"]
         read = (
-            q.read_files(candidates, hive, file_col, target_columns)
+            q.read_files(candidates, hive, file_col, read_columns)
             if candidates
-            else q.empty_relation(target_columns, file_col)
+            else q.empty_relation(read_columns, file_col)
         )
         self.s.con.execute(f"create temporary view {target} as select * from {read}")
         self.s.created.append(("view", target))
@@ -794,7 +922,7 @@ class _Merge:
             partitions,
             action_col,
             deletes,
-            read_columns=target_columns,
+            read_columns=read_columns,
             dest_values=_dest_values(schema_plan),
             considered=considered,
             live=live,
@@ -804,6 +932,7 @@ class _Merge:
                 if soft and soft["timestamp_column"]
                 else None
             ),
+            now=self._now() if soft and soft["timestamp_column"] else None,
         )
         m_alias = "dbt_merge_matched"
         matched_match = self.m.key_match(plan["key_columns"], m_alias, SRC)
@@ -820,7 +949,7 @@ class _Merge:
         if affected and images.moved():
             affected_view = self.s.temp(
                 "affected",
-                "select * from " + q.read_files(affected, hive, columns=target_columns),
+                "select * from " + q.read_files(affected, hive, columns=read_columns),
                 "view",
             )
         new_rows = q.new_rows_sql(
@@ -850,6 +979,28 @@ class _Merge:
         report.rows_written = sum(n for _, n in outputs)
         self._publish(report)
         report.dataset_files = len(files) - len(report.files_removed) + len(report.files_added)
+
+    def _free_name(self, base: str) -> str:
+        """`base`, or `base (2)`, ...: a name no table or view of the connection has (the
+        caller's objects are the caller's, even one named as the dataset's folder)."""
+        rows = self.s.query(
+            "select lower(table_name) from duckdb_tables()"
+            " union all select lower(view_name) from duckdb_views()"
+        )[1]
+        taken = {r[0] for r in rows}
+        name, n = base, 1
+        while name.lower() in taken:
+            n += 1
+            name = f"{base} ({n})"
+        return name
+
+    def _now(self) -> str:
+        """The merge's time, once: what a table's merge stamps (current_timestamp of its one
+        transaction, as a TIMESTAMP in the session's time zone), for every file it rewrites."""
+        now = self.s.one(
+            "select strftime(cast(current_timestamp as timestamp), '%Y-%m-%d %H:%M:%S.%f')"
+        )
+        return f"cast({q.literal(now[0])} as timestamp)"
 
     def _count(self, relation: str, alias: str, where: str | None) -> int:
         return self.s.one(
@@ -1011,17 +1162,20 @@ class _Merge:
         return self._files_written - 1
 
     def _publish(self, report: MergeReport) -> None:
+        """Plan the publish of `report` (self.deferred) and the dataset as it will leave it
+        (self.new_state); run_merge runs it, with the history row, or hands it to its caller."""
+
         def publish() -> None:
             plan = layout.plan_swap(
                 report.files_removed,
                 report.files_added,
                 lambda d: (self.root / d).is_dir() if d else self.root.is_dir(),
             )
-            commit.publish(self.tx, plan, durable=self.durable)
+            try:
+                commit.publish(self.tx, plan, durable=self.durable, listed=self.listed)
+            except ParquetMergeError as e:
+                self.fail(str(e))
 
-        if not self.defer:
-            publish()
-            return
         removed = set(report.files_removed)
         self.new_state = [(str(self.root / f), f) for f in self.files if f not in removed]
         self.new_state += [(str(self.tx.new_files / f), f) for f in report.files_added]
@@ -1031,7 +1185,7 @@ class _Merge:
 def dataset_read_sql(target_path: str | os.PathLike) -> str:
     """A relation over the dataset as it is (no merge), for a reader: every `*.parquet` under
     it, with DuckDB's hive parsing (types guessed) when it has partition folders."""
-    root = Path(os.path.abspath(os.fspath(target_path)))
+    root = Path(os.path.realpath(os.fspath(target_path)))
     partitions = layout.partition_columns(commit.list_files(root), str(root))
     pattern = q.literal(str(root) + "/**/*.parquet")
     hive = "true" if partitions else "false"

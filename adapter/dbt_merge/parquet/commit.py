@@ -8,14 +8,20 @@ The commit protocol, whole:
 2. New files are written into the work folder, never into the dataset.
 3. The directory holding every change (layout.plan_swap) is rebuilt in the work folder: hard
    links to each file that stays (no data is copied), plus the new files.
-4. One `renameat2(RENAME_EXCHANGE)` (macOS: `renamex_np(RENAME_SWAP)`) swaps the rebuilt
+4. The dataset is listed again: a data file that appeared, changed or went since the merge
+   listed it, or any entry of the live directory that differs from what step 3 linked, is
+   another writer's doing, and the publish is refused (its files would otherwise be swapped
+   out with the old directory and deleted, or left unread beside rows they may duplicate).
+5. One `renameat2(RENAME_EXCHANGE)` (macOS: `renamex_np(RENAME_SWAP)`) swaps the rebuilt
    directory with the live one. A directory that did not exist yet (a new partition, a new
    dataset) is instead renamed into place. This is the commit: before it the live dataset is
    the old one, after it the new one, and no state in between ever exists on disk.
-5. The old directory, now in the work folder, is deleted.
+6. The old directory, now in the work folder, is deleted.
+
+A dry run takes the lock shared, and only when it exists: it creates nothing.
 
 So the live dataset is always the truth and no journal is needed: a process killed at any
-point leaves the dataset as it was before step 4 or as it is after it, and the next merge
+point leaves the dataset as it was before step 5 or as it is after it, and the next merge
 starts from there. New files and the rebuilt directories are fsynced before the swap and the
 parent directory after it, so this also holds across a power loss (with `durable=True`).
 
@@ -73,13 +79,32 @@ class Transaction:
         return self.folder / "spill"
 
 
+def new_id() -> str:
+    """A merge's id: its work folder's and new files' names."""
+    return uuid.uuid4().hex[:16]
+
+
 @contextmanager
-def transaction(root: Path) -> Iterator[Transaction]:
+def transaction(
+    root: Path, read_only: bool = False, tx_id: str | None = None
+) -> Iterator[Transaction]:
     """Lock the dataset, clear what earlier merges left in its work folder, and give a fresh
-    transaction; its scratch files are deleted on the way out, whatever happens."""
+    transaction; its scratch files are deleted on the way out, whatever happens.
+
+    read_only (a dry run): write nothing anywhere, no folder, no lock file. The dataset's lock
+    is taken shared when it exists (a merge publishing meanwhile is waited for; dry runs do not
+    wait for each other), and the transaction's folders are never created."""
     if root.exists() and not root.is_dir():
-        raise ParquetMergeError(f"target_path {root} exists and is not a folder.")
+        raise ParquetMergeError(
+            f"target_path {root} is a file, not a folder: a dataset is a folder of Parquet "
+            "files. Name a folder."
+        )
     work = work_dir(root)
+    tx_id = tx_id or new_id()
+    if read_only:
+        with _shared_lock(work / "lock"):
+            yield Transaction(root, work, tx_id)
+        return
     root.parent.mkdir(parents=True, exist_ok=True)
     work.mkdir(exist_ok=True)
     with open(work / "lock", "a+") as lock:
@@ -87,7 +112,7 @@ def transaction(root: Path) -> Iterator[Transaction]:
         try:
             for leftover in work.glob("tx-*"):
                 shutil.rmtree(leftover, ignore_errors=True)
-            tx = Transaction(root, work, uuid.uuid4().hex[:16])
+            tx = Transaction(root, work, tx_id)
             tx.folder.mkdir()
             try:
                 yield tx
@@ -97,9 +122,45 @@ def transaction(root: Path) -> Iterator[Transaction]:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
-def publish(tx: Transaction, plan: SwapPlan, durable: bool = True) -> None:
+@contextmanager
+def _shared_lock(path: Path) -> Iterator[None]:
+    try:
+        lock = open(path)  # noqa: SIM115 - held until the with block ends
+    except (FileNotFoundError, NotADirectoryError):
+        yield  # no merge of the package has run here: nothing to wait for
+        return
+    with lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def listing(root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every data file of the dataset (list_files) with its inode, size and modification time:
+    what the merge read, to tell later whether another writer changed the dataset since."""
+    found = {}
+    for rel in list_files(root):
+        st = os.lstat(root / rel)
+        found[rel] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return found
+
+
+def publish(
+    tx: Transaction,
+    plan: SwapPlan,
+    durable: bool = True,
+    listed: dict[str, tuple[int, int, int]] | None = None,
+) -> None:
     """Make the merge's changes live (see the module docstring). `plan.added` are paths
-    relative to the root, each written at the same relative path under tx.new_files."""
+    relative to the root, each written at the same relative path under tx.new_files.
+
+    `listed` (listing() when the merge listed the dataset): just before the swap the dataset is
+    listed again, and the publish is refused, nothing changed, when a data file appeared,
+    changed or went since, or when anything in the swapped folder differs from what was
+    mirrored (another tool's file would be swapped out and deleted with the old folder). What
+    remains is the moment between that last look and the swap itself."""
     if plan.mode == "none":
         return
     for path in (plan.directory, *plan.added, *plan.removed):
@@ -107,8 +168,9 @@ def publish(tx: Transaction, plan: SwapPlan, durable: bool = True) -> None:
             raise ValueError(f"not a path inside the dataset: {path!r}")
     staged = tx.folder / "swap"
     live = tx.root / plan.directory if plan.directory else tx.root
+    mirrored = None
     if plan.mode == "exchange":
-        _mirror(live, staged, plan)
+        mirrored = _mirror(live, staged, plan)
     else:
         staged.mkdir()
     for path in plan.added:
@@ -120,6 +182,8 @@ def publish(tx: Transaction, plan: SwapPlan, durable: bool = True) -> None:
     if durable:
         _fsync_dirs(staged)
     checkpoint("before_swap")
+    if listed is not None:
+        _refuse_other_writes(tx.root, live, listed, mirrored)
     if plan.mode == "exchange":
         exchange(staged, live)
     else:
@@ -140,34 +204,85 @@ def _is_inside(path: str) -> bool:
     )
 
 
-def _mirror(live: Path, staged: Path, plan: SwapPlan) -> None:
+def _mirror(live: Path, staged: Path, plan: SwapPlan) -> set[tuple[str, int]]:
     """Rebuild `live` at `staged` with hard links, leaving out the removed files and the
-    folders that only held them."""
+    folders that only held them. Returns every entry it found in `live` (see _walk)."""
     staged.mkdir()
     emptied = set()
-    for dirpath, dirnames, filenames in os.walk(live):
-        rel_dir = os.path.relpath(dirpath, live)
-        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
+    found = set()
+    for rel_dir, dirpath, links, filenames in _walk(live, found):
         target_dir = staged / rel_dir if rel_dir else staged
         target_dir.mkdir(exist_ok=True)
-        for name in dirnames:
-            source = Path(dirpath) / name
-            if source.is_symlink():
-                os.symlink(os.readlink(source), target_dir / name)
-        dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
+        for name in links:
+            os.symlink(os.readlink(dirpath / name), target_dir / name)
         for name in filenames:
             rel = f"{rel_dir}/{name}" if rel_dir else name
             full_rel = f"{plan.directory}/{rel}" if plan.directory else rel
             if full_rel in plan.removed:
                 emptied.add(rel_dir)
                 continue
-            source = Path(dirpath) / name
+            source = dirpath / name
             if source.is_symlink():
                 os.symlink(os.readlink(source), target_dir / name)
             else:
                 os.link(source, target_dir / name)
         checkpoint("mirroring")
     _prune_emptied(staged, emptied)
+    return found
+
+
+def _walk(top: Path, found: set[tuple[str, int]]) -> Iterator[tuple[str, Path, list, list]]:
+    """os.walk of `top` not following symlinked folders: (relative folder, folder, symlinked
+    subfolders, files) per folder; every entry met is added to `found` as (relative path,
+    inode)."""
+    for dirpath, dirnames, filenames in os.walk(top):
+        rel_dir = os.path.relpath(dirpath, top)
+        rel_dir = "" if rel_dir == "." else rel_dir.replace(os.sep, "/")
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        dirnames[:] = [d for d in dirnames if d not in links]
+        for name in [*dirnames, *links, *filenames]:
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            found.add((rel, os.lstat(os.path.join(dirpath, name)).st_ino))
+        yield rel_dir, Path(dirpath), links, filenames
+
+
+def _refuse_other_writes(root: Path, live: Path, listed, mirrored) -> None:
+    """Refuse the publish when another writer changed the dataset since the merge listed it
+    (see publish)."""
+    changed = _differences(listed, listing(root), "")
+    prefix = os.path.relpath(live, root).replace(os.sep, "/")
+    prefix = "" if prefix == "." else prefix + "/"
+    if mirrored is not None:
+        current: set[tuple[str, int]] = set()
+        for _ in _walk(live, current):
+            pass
+        seen = {c.rsplit(" ", 1)[0] for c in changed}
+        changed += [
+            c
+            for c in _differences(dict(mirrored), dict(current), prefix)
+            if c.rsplit(" ", 1)[0] not in seen
+        ]
+    elif live.exists() or live.is_symlink():
+        changed.append(f"'{prefix.rstrip('/') or live.name}' appeared")
+    if changed:
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        raise ParquetMergeError(
+            f"another writer changed the dataset while this merge ran: {', '.join(changed[:5])}"
+            f"{more} since the merge listed its files. Nothing was published: the dataset is as "
+            "that writer left it, and this merge's work files were removed. Merge again once "
+            "the other writer is done (the package's merges of one dataset take turns by a "
+            "lock; another tool must not write into the dataset while a merge runs)."
+        )
+
+
+def _differences(before: dict, after: dict, prefix: str) -> list[str]:
+    """ "'path' appeared / went / changed" for each path whose entry differs."""
+    found = []
+    for rel in sorted(before.keys() | after.keys()):
+        if before.get(rel) != after.get(rel):
+            what = "appeared" if rel not in before else "went" if rel not in after else "changed"
+            found.append(f"'{prefix}{rel}' {what}")
+    return found
 
 
 def _prune_emptied(staged: Path, emptied: set[str]) -> None:

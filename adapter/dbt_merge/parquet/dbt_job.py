@@ -10,7 +10,9 @@ materialization to read: the statistics, or the error to raise.
 
 The merge is written but not published: the materialization publishes it last, after the
 model's view and its post-hooks, by calling a SQL function this job registers (so a failing
-post-hook leaves the dataset as it was, as a table's merge is rolled back).
+post-hook leaves the dataset as it was, as a table's merge is rolled back). A
+merge_history_table is checked and created here (run_merge), and its row written by the
+materialization in the model's transaction before the publish, committed after it.
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
     write the outcome to the temporary table args['result']."""
     con = getattr(connection, "_cursor", connection)  # dbt-duckdb wraps its cursor
     con = getattr(con, "_cursor", con)
+    if hasattr(con, "complete"):
+        # a pre-hook's result nobody fetched (`select 1`): DuckDB 2.0 refuses every relation
+        # read on the connection until it is run to its end
+        con.complete()
     row: tuple
     mismatch = version.mismatch(args.get("dbt_package_version"))
     if mismatch:  # the dbt package that sent this job is another release: refused first
@@ -173,7 +179,7 @@ def _abandon(invocation: str, location: str) -> None:
 
 
 def _root(location: str) -> str:
-    return os.path.abspath(os.fspath(location))
+    return os.path.realpath(os.fspath(location))  # as run_merge resolves it
 
 
 @atexit.register

@@ -319,6 +319,7 @@ class Images:
     live: str | None = None  # with soft deletes: DST is not soft-deleted
     soft_delete: str | None = None  # the soft-delete column (target name)
     soft_delete_timestamp: str | None = None
+    now: str | None = None  # the merge's time (SQL), one for every file it rewrites
 
     def _dest(self, col: Column) -> str:
         return self.dest_values.get(col.name.lower(), f"{DST}.{quote(col.name)}")
@@ -345,7 +346,7 @@ class Images:
         if self.soft_delete and lower == self.soft_delete.lower():
             return f"case when {self.deleted()} then true else {value} end"
         if self.soft_delete_timestamp and lower == self.soft_delete_timestamp.lower():
-            now = "cast(current_timestamp as timestamp)"
+            now = self.now or "cast(current_timestamp as timestamp)"
             return f"case when {self.deleted()} then {now} else {value} end"
         return value
 
@@ -392,7 +393,9 @@ def rewrite_file_sql(
     key_match: str,
 ) -> str:
     """The new content of one rewritten file: its rows with the updates applied, sorted by the
-    key; partition columns are left out (they are the file's folder)."""
+    key; partition columns are left out (they are the file's folder). Only a row the merge
+    considers is joined with its source row: a row of the same key outside the incremental
+    predicates, in the same file, stays as it is."""
     partition_lower = {p.lower() for p in images.partitions}
     values = [
         f"{images.value(c)} as {quote(c.name)}"
@@ -405,7 +408,7 @@ def rewrite_file_sql(
         f" {read_files([file], hive, columns=images.read_columns or images.target_columns)}"
         f" as {DST}"
         f" left join (select * from {matched_source} where {quote(file_column)} = {literal(file)})"
-        f" as {SRC} on {key_match} where {images.kept()} order by {order}"
+        f" as {SRC} on {key_match} and {images.considered} where {images.kept()} order by {order}"
     )
 
 
@@ -445,7 +448,8 @@ def new_rows_sql(
         values = [f"{images.value(c)} as {quote(c.name)}" for c in images.target_columns]
         parts.append(
             f"select {', '.join(values)} from {affected} as {DST}"
-            f" left join {matched_source} as {SRC} on {key_match} where {moved}"
+            f" left join {matched_source} as {SRC} on {key_match} and {images.considered}"
+            f" where {moved}"
         )
     return " union all ".join(parts) if parts else None
 

@@ -1,0 +1,157 @@
+"""What a dataset merge writes, and when (issue 30 item 16).
+
+- Another tool's file: a file that appears in the dataset after the merge listed it (while the
+  merge writes, or just before the swap) was deleted with the old folder, or left unread beside
+  rows it may duplicate. The publish re-lists the dataset just before the swap and refuses: the
+  dataset is as the other writer left it, the merge's work files are removed.
+- A dry run created the dataset's missing parent folders, the hidden work folder and a lock: it
+  writes nothing anywhere now.
+- full_refresh=True from a query over the target itself: the source is staged before anything
+  is replaced.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from dbt_merge.parquet import ParquetMergeError, commit, run_merge
+
+from .datasets import fingerprint, read_dataset
+
+
+def table(ids, value="v") -> pa.Table:
+    return pa.table({"id": pa.array(ids, pa.int64()), "v": pa.array([value] * len(ids))})
+
+
+def tree(path: Path) -> list[str]:
+    """Every path under `path`, folders included (relative)."""
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+@pytest.fixture
+def dataset(tmp_path) -> Path:
+    root = tmp_path / "ds"
+    run_merge(table(range(10)), root, "id", rows_per_file=5, durable=False)
+    return root
+
+
+@pytest.mark.parametrize("point", ["written", "before_swap"])
+@pytest.mark.parametrize("where", ["root", "partition"])
+def test_a_file_another_writer_adds_is_never_deleted(tmp_path, monkeypatch, point, where):
+    """A flat dataset (the root is swapped) and a partitioned one (the partition is); the
+    other writer's file appears while the merge writes, or just before the swap."""
+    root = tmp_path / "ds"
+    if where == "partition":
+        src = table(range(4)).append_column("p", pa.array(["a", "a", "b", "b"]))
+        change = table([0, 99], "new").append_column("p", pa.array(["a", "a"]))
+        run_merge(src, root, "id", partition_by="p", durable=False)
+        other = root / "p=a" / "other-tool.parquet"
+    else:
+        change = table([0, 99], "new")
+        run_merge(table(range(4)), root, "id", durable=False)
+        other = root / "other-tool.parquet"
+
+    def checkpoint(name: str) -> None:
+        if name == point:
+            pq.write_table(table([50], "theirs"), other)
+
+    before = fingerprint(root)
+    monkeypatch.setattr(commit, "checkpoint", checkpoint)
+    with pytest.raises(ParquetMergeError) as err:
+        run_merge(change, root, "id", durable=False)
+    message = str(err.value)
+    assert "another writer" in message and "other-tool.parquet" in message, message
+    assert "Nothing was published" in message, message
+    after = fingerprint(root)
+    assert after.pop(str(other.relative_to(root))) and after == before
+    assert not list(tmp_path.glob(".ds.dbt_merge/tx-*")), "work files left"
+
+
+def test_a_file_that_is_not_parquet_added_just_before_the_swap_is_kept(dataset, monkeypatch):
+    def checkpoint(name: str) -> None:
+        if name == "before_swap":
+            (dataset / "_SUCCESS").write_text("")
+
+    monkeypatch.setattr(commit, "checkpoint", checkpoint)
+    with pytest.raises(ParquetMergeError, match="another writer.*_SUCCESS"):
+        run_merge(table([1, 20]), dataset, "id", durable=False)
+    assert (dataset / "_SUCCESS").exists()
+    _, got = read_dataset(dataset)
+    assert sorted(r["id"] for r in got) == list(range(10))
+
+
+def test_a_dataset_created_meanwhile_is_not_replaced(tmp_path, monkeypatch):
+    root = tmp_path / "new"
+
+    def checkpoint(name: str) -> None:
+        if name == "before_swap":
+            root.mkdir()
+            pq.write_table(table([5], "theirs"), root / "theirs.parquet")
+
+    monkeypatch.setattr(commit, "checkpoint", checkpoint)
+    with pytest.raises(ParquetMergeError, match="another writer"):
+        run_merge(table([1]), root, "id", durable=False)
+    assert tree(root) == ["theirs.parquet"]
+
+
+@pytest.mark.parametrize("kind", ["missing parents", "new dataset", "existing dataset"])
+def test_a_dry_run_writes_nothing_anywhere(tmp_path, dataset, kind):
+    root = {
+        "missing parents": tmp_path / "a" / "b" / "ds",
+        "new dataset": tmp_path / "fresh",
+        "existing dataset": dataset,
+    }[kind]
+    if kind == "existing dataset":
+        # no work folder yet: the state another tool's dataset is in
+        for leftover in tmp_path.glob(".*.dbt_merge"):
+            for f in sorted(leftover.rglob("*"), reverse=True):
+                f.unlink() if f.is_file() else f.rmdir()
+            leftover.rmdir()
+    before = tree(tmp_path)
+    stamps = fingerprint(tmp_path)
+    report = run_merge(table([1, 30]), root, "id", dry_run=True, durable=False)
+    assert report.stats["dry_run"] is True
+    assert report.stats["inserted"] == (1 if kind == "existing dataset" else 2)
+    assert tree(tmp_path) == before and fingerprint(tmp_path) == stamps
+
+
+def test_a_dry_run_waits_for_a_merge_holding_the_lock(dataset):
+    """It reads under the dataset's lock when there is one (shared: dry runs do not wait for
+    each other), without creating it."""
+    import fcntl
+
+    lock = commit.work_dir(dataset) / "lock"
+    assert lock.exists()
+    with open(lock) as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_SH)
+        report = run_merge(table([1]), dataset, "id", dry_run=True, durable=False)
+        assert report.stats["unchanged"] == 1
+
+
+def test_full_refresh_from_a_query_over_the_target(dataset):
+    """The source reads the dataset it replaces: a DuckDB relation over its files, a view over
+    them, its folder as a path; each staged before the dataset is replaced."""
+    con = duckdb.connect()
+    files = f"read_parquet('{dataset}/**/*.parquet')"
+    con.execute(f"create view t as select * from {files}")
+    sources = [
+        (con.sql(f"select id, v || 'x' as v from {files} where id < 8"), 8, "vx"),
+        (con.sql("select id, v || 'y' as v from t where id < 6"), 6, "vxy"),
+        (con.table("t"), 6, "vxy"),
+        (str(dataset), 6, "vxy"),
+    ]
+    for source, n, value in sources:
+        report = run_merge(source, dataset, "id", connection=con, full_refresh=True, durable=False)
+        assert report.stats == {
+            "inserted": n,
+            "updated": 0,
+            "deleted": 0,
+            "unchanged": 0,
+            "total": n,
+        }
+        _, got = read_dataset(dataset)
+        assert sorted((r["id"], r["v"]) for r in got) == [(i, value) for i in range(n)]
