@@ -61,13 +61,19 @@ def test_the_home_page_does_not_send_readers_to_the_readme():
 
 
 def test_the_configuration_table_has_a_type_for_every_option():
-    text = (DOCS / "configuration.md").read_text()
-    rows = [line for line in text.splitlines() if line.startswith("| `")]
-    header = next(line for line in text.splitlines() if line.startswith("| config |"))
-    assert header.split("|")[2].strip() == "type"
+    lines = (DOCS / "configuration.md").read_text().split("\n| config |", 1)[1].splitlines()
+    header, rows = lines[0], []
+    for line in lines[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    assert header.split("|")[0].strip() == "type"
     assert len(rows) >= 20
-    for row in rows:
-        assert row.split("|")[2].strip(), row
+    types = {row.split("|")[1].strip("` "): row.split("|")[2].strip() for row in rows}
+    assert types["strategy"] == "string" and types["unique_key"] == "string or list of strings"
+    assert types["max_delete_fraction"].startswith("number")
+    assert types["dry_run"] == types["detect_unchanged"] == "boolean"
+    assert all(types.values()), types
 
 
 def test_the_site_browses_and_searches_from_the_disk():
