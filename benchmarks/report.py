@@ -3,7 +3,10 @@
 Runs of separate engines (e.g. `--engine spark` and `--engine spark_thrift`, each on an idle
 machine) can be reported together, side by side:
 
-    python -m benchmarks.report RUN1/results.json RUN2/results.json --out DIR
+    python -m benchmarks.report RUN1/results.json RUN2/results.json --out DIR [--docs]
+
+A run written into benchmarks/results/ (`make bench`), or a report with --docs, also writes each
+engine's scaling plot into docs/img/benchmarks/, where the docs site's benchmark page shows it.
 """
 
 from __future__ import annotations
@@ -345,13 +348,33 @@ def _target_panels(points: dict) -> list[tuple]:
     ]
 
 
-def plot_scaling(results: list[dict], path: Path) -> Path | None:
-    """One row of panels per engine with a scaling series, a line per method. DuckDB: log
-    axes over its spread of sizes; Spark: linear axes from zero, the same seconds scale in
-    every panel, so a cost proportional to the target is a line through the origin."""
+#: Where a full run writes (`make bench`: benchmarks/results/) and where the docs site takes the
+#: scaling plots from (docs/benchmarks.md): a plot written into the first is also written into
+#: the second, one file per engine, `scaling_<engine>.png`.
+RESULTS = Path(__file__).resolve().parent / "results"
+DOCS_PLOTS = Path(__file__).resolve().parents[1] / "docs" / "img" / "benchmarks"
+
+
+def plot_scaling(results: list[dict], path: Path, docs: Path | None = None) -> Path | None:
+    """The scaling plot of every engine of the results into `path`, and each engine's own into
+    `docs` (default DOCS_PLOTS when `path` is in RESULTS, else none); None without a series."""
     series = scaling_engines(results)
     if not series:
         return None
+    _draw_scaling(series, path)
+    if docs is None and path.resolve().parent == RESULTS:
+        docs = DOCS_PLOTS
+    if docs is not None:
+        docs.mkdir(parents=True, exist_ok=True)
+        for engine, points in series.items():
+            _draw_scaling({engine: points}, docs / f"scaling_{engine}.png")
+    return path
+
+
+def _draw_scaling(series: dict[str, dict], path: Path) -> None:
+    """One row of panels per engine with a scaling series, a line per method. DuckDB: log
+    axes over its spread of sizes; Spark: linear axes from zero, the same seconds scale in
+    every panel, so a cost proportional to the target is a line through the origin."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -391,7 +414,6 @@ def plot_scaling(results: list[dict], path: Path) -> Path | None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
-    return path
 
 
 def combine(runs: list[dict]) -> tuple[dict, list[dict]]:
@@ -418,13 +440,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="+", type=Path, help="results.json of each run")
     parser.add_argument("--out", type=Path, required=True, help="folder for results.md/json")
+    parser.add_argument(
+        "--docs", action="store_true",
+        help="also write each engine's scaling plot into docs/img/benchmarks/ (the docs site's "
+        "benchmark page; a run into benchmarks/results/ does so anyway)",
+    )
     args = parser.parse_args(argv)
     meta, results = combine([json.loads(p.read_text()) for p in args.results])
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1))
     text = markdown(meta, results)
     (args.out / "results.md").write_text(text)
-    plot_scaling(results, args.out / "scaling.png")
+    plot_scaling(results, args.out / "scaling.png", DOCS_PLOTS if args.docs else None)
     print(text)
     return 0
 

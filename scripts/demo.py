@@ -1,5 +1,6 @@
 """The demo: the integration project on the embedded DuckDB, first load then the increment,
-printing each merge model's statistics from dbt's run_results.json."""
+printing each merge model's statistics from dbt's run_results.json: the five counts, the rows
+held back by a merge_update_condition, and whether the run was a dry run (nothing written)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,14 @@ from pathlib import Path
 from dbt.cli.main import dbtRunner
 
 PROJECT = Path(__file__).resolve().parents[1] / "integration_tests"
+#: the statistics of a merge model's console line (macros/stats/report_merge_stats.sql)
 STATS = re.compile(
     r"MERGE (\w+): (\d+) inserted, (\d+) updated, (\d+) deleted, (\d+) unchanged, (\d+) total"
+    r"(?:, (\d+) held back)?"
 )
-COLUMNS = ("model", "strategy", "inserted", "updated", "deleted", "unchanged", "total")
+COLUMNS = ("model", "strategy", "inserted", "updated", "deleted", "unchanged", "total",
+           "held back", "")
+ROW = "{:<24} {:<12} {:>8} {:>8} {:>8} {:>9} {:>6} {:>9}  {}"
 
 
 def dbt(*args: str) -> None:
@@ -24,16 +29,27 @@ def dbt(*args: str) -> None:
         sys.exit(f"demo: `dbt {' '.join(args)}` failed")
 
 
+def stats_rows(results: list[dict]) -> list[tuple[str, ...]]:
+    """One row per merge model of a run_results.json: its name, strategy, counts, held back
+    ('-' without a merge_update_condition) and 'DRY RUN (nothing written)' for a dry run."""
+    rows = []
+    for r in sorted(results, key=lambda r: r["unique_id"]):
+        response = r.get("adapter_response") or {}
+        m = STATS.search(response.get("_message", ""))
+        if m:
+            *counts, held_back = m.groups()
+            dry_run = "DRY RUN (nothing written)" if response.get("code") == "DRY RUN" else ""
+            name = r["unique_id"].split(".")[-1]
+            rows.append((name, *counts, held_back or "-", dry_run))
+    return rows
+
+
 def print_stats(title: str) -> None:
     results = json.loads((PROJECT / "target" / "run_results.json").read_text())["results"]
     print(f"\n{title}")
-    row = "{:<24} {:<12} {:>8} {:>8} {:>8} {:>9} {:>6}"
-    print(row.format(*COLUMNS))
-    for r in sorted(results, key=lambda r: r["unique_id"]):
-        m = STATS.search(r["adapter_response"].get("_message", ""))
-        if m:
-            name = r["unique_id"].split(".")[-1]
-            print(row.format(name, *m.groups()))
+    print(ROW.format(*COLUMNS).rstrip())
+    for row in stats_rows(results):
+        print(ROW.format(*row).rstrip())
 
 
 def main() -> None:

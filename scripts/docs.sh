@@ -7,4 +7,4 @@ export NO_MKDOCS_2_WARNING=1   # Material prints a notice about its successor ot
 cd "$(dirname "$0")/.."
 site_dir=${1:-site}
 .venv/bin/mkdocs build --strict --site-dir "$site_dir"   # not --quiet: it hides the warnings strict counts
-echo "docs: built $(find "$site_dir" -name index.html | wc -l) pages into $site_dir"
+echo "docs: built $(find "$site_dir" -name "*.html" ! -name 404.html | wc -l) pages into $site_dir"
