@@ -3,6 +3,9 @@
   doors (dbt_merge.spark.merge_dataframe), which render this macro in a stand-in for dbt's
   context. Phases: stage and check the SELECT (nothing written yet) -> plan the schema change ->
   build, or classify, count and check the counts -> write -> drop the work relations -> history.
+  Where a table's commits say what a merge did (Spark: Iceberg merge-on-read and format v3,
+  merge_on_branch), the merge writes once into a branch and is counted from that commit instead
+  of classified and counted before.
   Returns the statistics ({inserted, updated, deleted, unchanged, total[, held_back][, dry_run]}
   or {skipped: reason}).
 
@@ -51,8 +54,11 @@
     {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan)) %}
   {% endif %}
   {% set skipped = dbt_merge.shrinking_run_mode() if not rebuild else none %}
-  {#- the count of a merge may test the keys' uniqueness on its own join (count_tests_keys) -#}
-  {% set keys_later = not rebuild and not skipped and dbt_merge.count_tests_keys(plan, staged['bytes']) %}
+  {#- write once and count from the commit where the table's commits can say (merge_on_branch);
+      else the count of a merge may test the keys' uniqueness on its own join (count_tests_keys) -#}
+  {% set one_write = not rebuild and not skipped and dbt_merge.commit_counts_applies(plan, cfg) %}
+  {% set keys_later = not rebuild and not skipped and not one_write
+                      and dbt_merge.count_tests_keys(plan, staged['bytes']) %}
   {% if not check_after_build and dbt_merge.check_source_rows(plan, keys_later) > 0 %}
     {#-- some keys' first rows are identical repeats: keep one of each --#}
     {% do dbt_merge.drop_work_relation(plan.deduped) %}
@@ -80,18 +86,22 @@
     {#-- --empty / --sample shrink the SELECT: merging it would delete or miss rows for no reason --#}
     {% set stats = {'skipped': skipped} %}
   {% else %}
-    {#-- the table state counted, checked and written: the write refuses a table that changed since --#}
-    {% do plan.update({'snapshot': dbt_merge.counted_snapshot(plan.target)}) %}
-    {% set keep_changes = dbt_merge.materialize_changes(plan) %}
-    {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan), materialize=keep_changes) %}
-    {% do work_relations.insert(0, [plan.changes, keep_changes]) %}
-    {% set stats = dbt_merge.count_changes(plan) %}
-    {% do dbt_merge.check_merge_counts(plan, stats) %}
-    {% if cfg.dry_run %}
-      {% do stats.update({'dry_run': true}) %}
-    {% else %}
-      {% do dbt_merge.apply_schema_changes(target, plan.schema) %}
-      {% do dbt_merge.apply_changes(plan, stats) %}
+    {#-- one write into a branch, counted from its commit, then published; none: the passes --#}
+    {% set stats = dbt_merge.merge_on_branch(plan) if one_write else none %}
+    {% if stats is none %}
+      {#-- the table state counted, checked and written: the write refuses a table that changed since --#}
+      {% do plan.update({'snapshot': dbt_merge.counted_snapshot(plan.target)}) %}
+      {% set keep_changes = dbt_merge.materialize_changes(plan) %}
+      {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan), materialize=keep_changes) %}
+      {% do work_relations.insert(0, [plan.changes, keep_changes]) %}
+      {% set stats = dbt_merge.count_changes(plan) %}
+      {% do dbt_merge.check_merge_counts(plan, stats) %}
+      {% if cfg.dry_run %}
+        {% do stats.update({'dry_run': true}) %}
+      {% else %}
+        {% do dbt_merge.apply_schema_changes(target, plan.schema) %}
+        {% do dbt_merge.apply_changes(plan, stats) %}
+      {% endif %}
     {% endif %}
   {% endif %}
   {% do dbt_merge.drop_work_relations(work_relations) %}

@@ -12,8 +12,8 @@
                   or none (neither is supported)
     merge_on_read an Iceberg table whose MERGE writes delete files (table property
                   write.merge.mode=merge-on-read) instead of rewriting the data files it touches
-                  (no write depends on it today: both kinds get the same MERGE; it is where a
-                  count read from a merge-on-read commit's summary would start, issue 22)
+    format_version  an Iceberg table's format version (2, 3), none for other tables
+                  (merge_on_branch counts a merge from its commit on merge-on-read and v3 tables)
 -#}
 {% macro table_storage(relation) %}
   {{ return(adapter.dispatch('table_storage', 'dbt_merge')(relation)) }}
@@ -76,7 +76,9 @@
   {#- Iceberg lists its properties as '[k=v,k=v]' -#}
   {% set properties = meta.get('Table Properties', '') | replace(' ', '') %}
   {% set merge_on_read = provider == 'iceberg' and ('write.merge.mode=merge-on-read' in properties) %}
+  {% set version = modules.re.search('(^|[\\[,])format-version=([0-9]+)', properties) %}
   {{ return({'provider': provider, 'format': format, 'columns': columns, 'partition_by': partition_by,
              'partitioned': partition_by | length > 0 or state.transforms > 0, 'write': write,
-             'merge_on_read': merge_on_read}) }}
+             'merge_on_read': merge_on_read,
+             'format_version': (version.group(2) | int) if provider == 'iceberg' and version else none}) }}
 {% endmacro %}

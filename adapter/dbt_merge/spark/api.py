@@ -96,6 +96,8 @@ def merge_dataframe(
             "create_table_as": lambda temporary, relation, sql: _create_table_as(
                 config, relation, sql
             ),
+            # the run's Iceberg branch made and published in-process (merge_on_branch)
+            "dbt_merge_branches": SimpleNamespace(run=runner.branch),
         },
         adapter_methods={
             "get_columns_in_relation": runner.get_columns,

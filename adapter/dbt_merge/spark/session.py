@@ -265,6 +265,30 @@ class SparkRunner:
             return None
         return int(rows[0][0]) if rows else None
 
+    # -------------------------------------------------------------- Iceberg branches, in-process
+
+    def branch(self, relation: Relation, action: str, name: str, snapshot=None) -> str:
+        """What merge_on_branch asks of the run's branch (dbt_merge_branches.run): make it at
+        `snapshot`, fast-forward main to it, or drop it, through Iceberg's Java API, which needs
+        no SQL extensions in the session. Returns ''."""
+        jvm = self.spark._jvm
+        table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+            self.spark._jsparkSession, relation.render()
+        )
+        table.refresh()
+        snapshots = table.manageSnapshots()
+        if action == "create":
+            snapshots.createBranch(name, int(snapshot)).commit()
+        elif action == "fast_forward":
+            snapshots.fastForwardBranch("main", name).commit()
+        elif action == "drop":
+            if table.refs().containsKey(name):
+                snapshots.removeBranch(name).commit()
+        else:
+            raise ValueError(f"no branch action {action!r}")
+        self.spark.sql(f"refresh table {relation}")
+        return ""
+
     # ------------------------------------------------------------------ leave nothing behind
 
     def close(self, failed: bool) -> None:
