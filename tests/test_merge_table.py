@@ -253,6 +253,56 @@ def test_what_is_not_one_table_name_is_refused(con, name):
     assert _objects(con) == objects and _state(con) == before
 
 
+def test_a_name_duckdb_finds_ambiguous_is_refused(con):
+    """'analytics.t' with both a schema and an attached database named analytics: DuckDB refuses
+    it, and so does the door (with DuckDB's words)."""
+    con.execute("attach ':memory:' as analytics")
+    before, objects = _state(con), _objects(con)
+    with pytest.raises(MergeError) as error:
+        merge_table(con, _source(con), "analytics.t", "id")
+    assert str(error.value) == (
+        "dbt_merge: table 'analytics.t': DuckDB refuses the name (Ambiguous reference to catalog "
+        "or schema \"analytics\" - use a fully qualified path like 'memory.analytics'). Name the "
+        "table with all three parts (database.schema.table). Nothing was changed.")
+    assert _objects(con) == objects and _state(con) == before
+    result = merge_table(con, _source(con), "memory.analytics.t", "id")
+    assert (result.inserted, result.updated) == (1, 1)
+
+
+def test_a_table_created_where_the_name_does_not_read_is_refused(con):
+    """With search_path 'memory.main,db2.s', CREATE TABLE db2.t goes to db2's schema on the
+    search path (s), where the door would put db2.main.t: the check before the commit finds that
+    the name does not read the table created, and nothing is written."""
+    con.execute("attach ':memory:' as db2")
+    con.execute("create schema db2.s")
+    con.execute("set search_path = 'memory.main,db2.s'")
+    before, objects = _state(con), _objects(con)
+    with pytest.raises(MergeError) as error:
+        merge_table(con, _source(con), "db2.t", "id")
+    assert str(error.value) == (
+        "dbt_merge: table 'db2.t': DuckDB does not read the name as the table the merge created, "
+        '"db2"."main"."t", so nothing was written. Name the table with all three parts '
+        "(database.schema.table).")
+    assert _objects(con) == objects and _state(con) == before
+
+
+def test_a_relation_with_parameters_and_one_of_another_database(con):
+    """A relation reads as DuckDB reads it (its parameters too); one of a connection to another
+    database is refused with DuckDB's reason, nothing changed."""
+    rel = con.sql("select * from (values (2, 'B', 2), (4, 'd', 1)) v(id, name, updated_at) "
+                  "where id >= ?", params=[4])
+    result = merge_table(con, rel, "analytics.t", "id")
+    assert (result.inserted, result.updated, result.total) == (1, 0, 4)
+    other = duckdb.connect()
+    before, rows = _state(con), _rows(con)
+    with pytest.raises(MergeError, match=r"DuckDB cannot read the source \(DuckDBPyRelation\): "
+                       r"Invalid Input Error: .*not suitable for replacement scan"):
+        merge_table(con, other.sql("select 9 as id, 'x' as name, 1 as updated_at"),
+                    "analytics.t", "id")
+    assert _rows(con) == rows and _state(con) == before
+    other.close()
+
+
 # ------------------------------------------------------------------ the source (item 13)
 
 
@@ -300,8 +350,8 @@ def test_inserted_rows_get_the_column_defaults(con, strategy, referenced):
     points at the table, so updated rows are updated in place (another write path)."""
     con.execute("create sequence analytics.seq start 100")
     con.execute(DEFAULTS_TABLE)
-    con.execute("insert into analytics.d (id, name, note) values (1, 'a', 'kept'), (2, 'b', 'kept'),"
-                " (3, 'c', 'kept')")
+    con.execute("insert into analytics.d (id, name, note) values (1, 'a', 'kept'), "
+                "(2, 'b', 'kept'), (3, 'c', 'kept')")
     if referenced:
         con.execute("create table analytics.child (id integer references analytics.d (id))")
         con.execute("insert into analytics.child values (1)")
@@ -326,7 +376,7 @@ def test_inserted_rows_get_the_column_defaults(con, strategy, referenced):
     assert len({r[2] for r in rows}) == len(rows)
 
 
-# ------------------------------------------------------------------ soft deletes begun later (item 14)
+# ------------------------------------------------------------- soft deletes begun later (item 14)
 
 
 @pytest.mark.parametrize("columns_in_source", [False, True])
@@ -369,7 +419,6 @@ IN_USE = ("another thread is using this connection (DuckDB refused a call of the
           "{why}). A DuckDB connection runs one call at a time, and what another thread runs "
           "between the merge's calls would run inside the merge's transaction. Give each thread "
           "its own connection (connection.cursor()).")
-SLOW = "select sum(hash(a.range + b.range)) from range(2000000) a, range(60) b"  # 1-3 s
 
 
 def _retry(call):
@@ -381,30 +430,37 @@ def _retry(call):
             time.sleep(0.001)
 
 
-def _start_busy(con, out: list) -> threading.Thread:
-    """Run SLOW on `con` in another thread; return once it runs (DuckDB refuses this thread)."""
-    thread = threading.Thread(target=lambda: out.append(_retry(lambda: con.sql(SLOW).fetchall())))
+def _start_busy(con, out: list) -> tuple[threading.Thread, threading.Event]:
+    """Another thread inside one call on `con` (a function of the query waits in it) until the
+    event returned is set; return once it is in there."""
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> int:
+        inside.set()
+        release.wait(30)
+        return 42
+
+    con.create_function("hold_the_connection", hold, [], "BIGINT", side_effects=True)
+    thread = threading.Thread(target=lambda: out.append(
+        _retry(lambda: con.sql("select hold_the_connection()").fetchall())))
     thread.start()
-    while True:
-        try:
-            con.sql("select 1").fetchall()
-        except duckdb.ResourceInUseException:
-            return thread
-        time.sleep(0.002)
+    inside.wait(30)
+    return thread, release
 
 
 def test_a_connection_another_thread_is_running_a_call_on_is_refused(con):
     """Before: DuckDB's raw ResourceInUseException, from wherever the merge was."""
     rows, out = _rows(con), []
-    thread = _start_busy(con, out)
+    thread, release = _start_busy(con, out)
     with pytest.raises(MergeError) as error:
         merge_table(con, _source(con), "analytics.t", "id")
+    release.set()
+    thread.join()
     assert str(error.value) == ("dbt_merge: table 'analytics.t': " + IN_USE.format(
         why="connection is busy with another call") + " Nothing was changed.")
-    thread.join()
-    assert len(out) == 1 and out[0][0][0] > 0  # the other thread's own result
-    before = _state(con)
-    assert _rows(con) == rows and before["temporary"] == [] and not before["open_transaction"]
+    assert out == [[(42,)]]  # the other thread's own result
+    after = _state(con)
+    assert _rows(con) == rows and after["temporary"] == [] and not after["open_transaction"]
 
 
 def test_an_unfinished_result_on_the_connection_is_refused_and_kept(con):
@@ -458,7 +514,7 @@ def test_merges_while_another_thread_uses_the_connection(con, other_writes):
 
     thread = threading.Thread(target=other)
     thread.start()
-    mine = con.cursor()  # the test's own reset and reads: committed rows, on a connection of its own
+    mine = con.cursor()  # the test's own resets and reads: committed rows, a connection of its own
     outcomes = []
     try:
         for _ in range(12):

@@ -79,7 +79,7 @@ class Target:
             "missing database": f"no database '{self.database}' is attached. Attach it first "
             f"(attach '<file>' as {quote(self.database or '')}), or name a table of an attached "
             "one.",
-            "ambiguous": f"DuckDB refuses the name: {self.detail} Name the table with all "
+            "ambiguous": f"DuckDB refuses the name ({self.detail}). Name the table with all "
             "three parts (database.schema.table).",
             "not a name": "it is not the name of one table. Write it as table, schema.table or "
             'database.schema.table, in double quotes where a part needs them ("my.t", '
