@@ -387,7 +387,7 @@ def snapshot(con) -> dict:
     for database, schema, name, sql in rows(
             "select database_name, schema_name, table_name, sql from duckdb_tables() order by all"):
         tables[(database, schema, name)] = (sql, sorted(rows(
-            f"select * from {qualified(database, schema, name)}"), key=repr))
+            f"select * from {qualified(database, schema, name)}"), key=repr))  # no NaN staged
     ids = "select current_transaction_id()"
     return {
         "tables": tables,
