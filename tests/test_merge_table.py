@@ -198,6 +198,50 @@ def _qualified(*parts: str) -> str:
     return ".".join('"' + p.replace('"', '""') + '"' for p in parts)
 
 
+RESOLVED = {  # name -> (kind, database, schema, identifier), on the connection of test_resolve_target
+    "t": ("temporary table", "temp", "main", "t"),  # the temporary table comes first
+    "main.t": ("temporary table", "temp", "main", "t"),  # so does temp's schema main
+    "memory.main.t": ("table", "memory", "main", "t"),
+    "analytics.T": ("table", "memory", "analytics", "t"),  # names match ignoring ASCII case
+    '"my.t"': ("table", "memory", "main", "my.t"),
+    "my.t": ("missing schema", "memory", "my", "t"),
+    '"Odd-Name"': ("table", "memory", "main", "odd-name"),
+    'main."say ""hi"""': ("table", "memory", "main", 'say "hi"'),
+    "ünï": ("nothing", "memory", "main", "ünï"),
+    "v": ("view", "memory", "main", "v"),
+    "reg": ("temporary view", "temp", "main", "reg"),
+    "db2.u": ("table", "db2", "main", "u"),
+    "db2.new": ("nothing", "db2", "main", "new"),
+    "db2.x.new": ("nothing", "db2", "x", "new"),
+    "nodb.s.t": ("missing database", "nodb", "s", "t"),
+    "ro.main.rt": ("read-only database", "ro", "main", "rt"),
+    "duckdb_tables": ("nothing", "memory", "main", "duckdb_tables"),  # a system view: shadowed
+    "system.main.x": ("read-only database", "system", "main", "x"),
+    'say "hi"': ("not a name", None, None, None),
+    "'t'": ("not a name", None, None, None),
+}
+
+
+def test_resolve_target(con, tmp_path):
+    """dbt_merge.duckdb.resolve_target: the object DuckDB reads for a name, and its kind."""
+    from dbt_merge.duckdb import resolve_target
+
+    ro = tmp_path / "ro.duckdb"
+    con.execute(f"attach '{ro}' as ro")
+    con.execute("create table ro.main.rt (a integer); detach ro")
+    con.execute(f"attach '{ro}' as ro (read_only)")
+    con.execute('create table main.t (a integer); create temporary table t (a integer); '
+                'create table main."my.t" (a integer); create table "odd-name" (a integer); '
+                'create table "say ""hi""" (a integer); create view v as select 1 as a; '
+                "attach ':memory:' as db2; create schema db2.x; create table db2.main.u (a int)")
+    con.register("reg", pa.table({"a": [1]}))
+    before = _state(con)
+    got = {name: (found.kind, found.database, found.schema, found.identifier)
+           for name in RESOLVED for found in [resolve_target(con, name)]}
+    assert got == RESOLVED
+    assert _state(con) == before
+
+
 def test_a_view_target_is_refused(con):
     """Before: the view was replaced by a table holding the source's rows only."""
     con.execute("create view analytics.v as select * from analytics.t")

@@ -58,17 +58,17 @@ class Target:
         return Relation(self.database, self.schema, self.identifier or "",
                         "view" if "view" in self.kind else "table")
 
-    def refusal(self) -> str | None:
-        """Why a door merges nothing into it (the message after the door's prefix), or None."""
+    def refusal(self, door: str = "merge_table") -> str | None:
+        """Why `door` merges nothing into it (the message after the door's prefix), or None."""
         shown = self.relation.render() if self.identifier else ""
         fix = {
-            "view": f"it names a view, {shown}: merge_table merges into a table, and never "
+            "view": f"it names a view, {shown}: {door} merges into a table, and never "
             "replaces a view. Name a table, or drop the view first.",
             "temporary view": f"it names a temporary view of this connection, {shown} (a "
-            "registered DataFrame or Arrow table is one): merge_table merges into a table of a "
+            f"registered DataFrame or Arrow table is one): {door} merges into a table of a "
             "database. Name that table with all three parts (database.schema.table).",
             "temporary table": f"it names a temporary table of this connection, {shown}: "
-            "merge_table merges into a table of a database, not a temporary one. Name that "
+            f"{door} merges into a table of a database, not a temporary one. Name that "
             "table with all three parts (database.schema.table).",
             "read-only database": f"{shown} is in the database '{self.database}', which is "
             "attached read-only (or is DuckDB's own). Attach the database without READ_ONLY, "
@@ -98,7 +98,8 @@ def resolve_target(connection: duckdb.DuckDBPyConnection, name: str, read=None) 
     if parts is None:
         return Target(text, "not a name")
     bound = _plan(rows, "select * from " + ".".join(quote(p) for p in parts))
-    if bound.get("error_type") == "binder" and "mbiguous" in bound.get("error_message", ""):
+    if bound.get("error_type") == "binder" and "Ambiguous reference" in bound.get(
+            "error_message", ""):
         return Target(text, "ambiguous", detail=bound["error_message"].split("\n")[0])
     table = _direct_table(bound)
     if table is not None:
