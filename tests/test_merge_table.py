@@ -198,7 +198,8 @@ def _qualified(*parts: str) -> str:
     return ".".join('"' + p.replace('"', '""') + '"' for p in parts)
 
 
-RESOLVED = {  # name -> (kind, database, schema, identifier), on the connection of test_resolve_target
+#: name -> (kind, database, schema, identifier), on the connection of test_resolve_target
+RESOLVED = {
     "t": ("temporary table", "temp", "main", "t"),  # the temporary table comes first
     "main.t": ("temporary table", "temp", "main", "t"),  # so does temp's schema main
     "memory.main.t": ("table", "memory", "main", "t"),
