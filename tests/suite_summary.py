@@ -35,6 +35,7 @@ RULES = (
     (r"tests/parquet_dataset/", "parquet"),
     (r"tests/reliability/test_reference\.py", "reference"),
     (r"tests/reliability/test_(?P<what>\w+)\.py", "{what} {engine}"),
+    (r"tests/doors/test_(?P<what>\w+)_contract\.py", "door contract {what}"),
     (r"tests/clickhouse/", "clickhouse{on}"),
     (r"tests/doors/", "doors {engine}"),
     (r"tests/install/", "install"),

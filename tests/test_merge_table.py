@@ -6,6 +6,9 @@ tests/reliability/test_merge_table.py."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import duckdb
 import pyarrow as pa
 import pytest
@@ -174,3 +177,411 @@ def test_settings_of_the_caller_are_kept(con):
     assert _state(con)["settings"] == before["settings"]
     assert con.execute("select strategy, inserted, updated from analytics.merge_history"
                        ).fetchall() == [("upsert", 1, 1)]
+
+
+# ------------------------------------------------------------------ the target (issue 30, item 10)
+# The door resolves the name as DuckDB does (its parser, its catalog); every name form and object
+# kind is tried by tests/doors/test_merge_table_contract.py. These are the cases the issue saw.
+
+
+def _objects(con) -> list[tuple]:
+    """Every table and view of the connection, with its kind and rows."""
+    found = con.execute(
+        "select database_name, schema_name, table_name, 'table', temporary from duckdb_tables() "
+        "union all select database_name, schema_name, view_name, 'view', temporary "
+        "from duckdb_views() where not internal order by all").fetchall()
+    return [(*o, sorted(con.execute("select * from " + _qualified(*o[:3])).fetchall(), key=repr))
+            for o in found]
+
+
+def _qualified(*parts: str) -> str:
+    return ".".join('"' + p.replace('"', '""') + '"' for p in parts)
+
+
+#: name -> (kind, database, schema, identifier), on the connection of test_resolve_target
+RESOLVED = {
+    "t": ("temporary table", "temp", "main", "t"),  # the temporary table comes first
+    "main.t": ("temporary table", "temp", "main", "t"),  # so does temp's schema main
+    "memory.main.t": ("table", "memory", "main", "t"),
+    "analytics.T": ("table", "memory", "analytics", "t"),  # names match ignoring ASCII case
+    '"my.t"': ("table", "memory", "main", "my.t"),
+    "my.t": ("missing schema", "memory", "my", "t"),
+    '"Odd-Name"': ("table", "memory", "main", "odd-name"),
+    'main."say ""hi"""': ("table", "memory", "main", 'say "hi"'),
+    "ünï": ("nothing", "memory", "main", "ünï"),
+    "v": ("view", "memory", "main", "v"),
+    "reg": ("temporary view", "temp", "main", "reg"),
+    "db2.u": ("table", "db2", "main", "u"),
+    "db2.new": ("nothing", "db2", "main", "new"),
+    "db2.x.new": ("nothing", "db2", "x", "new"),
+    "nodb.s.t": ("missing database", "nodb", "s", "t"),
+    "ro.main.rt": ("read-only database", "ro", "main", "rt"),
+    "duckdb_tables": ("nothing", "memory", "main", "duckdb_tables"),  # a system view: shadowed
+    "system.main.x": ("read-only database", "system", "main", "x"),
+    'say "hi"': ("not a name", None, None, None),
+    "'t'": ("not a name", None, None, None),
+}
+
+
+def test_resolve_target(con, tmp_path):
+    """dbt_merge.duckdb.resolve_target: the object DuckDB reads for a name, and its kind."""
+    from dbt_merge.duckdb import resolve_target
+
+    ro = tmp_path / "ro.duckdb"
+    con.execute(f"attach '{ro}' as ro")
+    con.execute("create table ro.main.rt (a integer); detach ro")
+    con.execute(f"attach '{ro}' as ro (read_only)")
+    con.execute('create table main.t (a integer); create temporary table t (a integer); '
+                'create table main."my.t" (a integer); create table "odd-name" (a integer); '
+                'create table "say ""hi""" (a integer); create view v as select 1 as a; '
+                "attach ':memory:' as db2; create schema db2.x; create table db2.main.u (a int)")
+    con.register("reg", pa.table({"a": [1]}))
+    before = _state(con)
+    got = {name: (found.kind, found.database, found.schema, found.identifier)
+           for name in RESOLVED for found in [resolve_target(con, name)]}
+    assert got == RESOLVED
+    assert _state(con) == before
+
+
+def test_a_view_target_is_refused(con):
+    """Before: the view was replaced by a table holding the source's rows only."""
+    con.execute("create view analytics.v as select * from analytics.t")
+    before, objects = _state(con), _objects(con)
+    with pytest.raises(MergeError) as error:
+        merge_table(con, _source(con), "analytics.v", "id")
+    assert str(error.value) == (
+        "dbt_merge: table 'analytics.v': it names a view, \"memory\".\"analytics\".\"v\": "
+        "merge_table merges into a table, and never replaces a view. Name a table, or drop the "
+        "view first. Nothing was changed.")
+    assert _objects(con) == objects and _state(con) == before
+
+
+def test_a_temporary_table_target_is_refused(con):
+    """Before: an unqualified temporary table's name created a new permanent table beside it."""
+    con.execute("create temporary table t as select * from analytics.t")
+    con.execute("use analytics")
+    before, objects = _state(con), _objects(con)
+    with pytest.raises(MergeError, match="^dbt_merge: table 't': it names a temporary table of "
+                       "this connection, \"temp\".\"main\".\"t\""):
+        merge_table(con, _source(con), "t", "id")
+    assert _objects(con) == objects and _state(con) == before
+    result = merge_table(con, _source(con), "analytics.t", "id")  # the table: named so, merged
+    assert (result.inserted, result.updated, result.total) == (1, 1, 4)
+    assert con.execute("select count(*) from temp.main.t").fetchall() == [(3,)]
+
+
+@pytest.mark.parametrize("name", ['"my.t"', 'main."my.t"', 'memory.main."my.t"'])
+def test_a_quoted_name_with_a_dot_is_that_table(con, name):
+    """Before: '"my.t"' was split on the dot and merged into the table t of a schema my."""
+    con.execute('create table main."my.t" (id integer, name varchar, updated_at integer)')
+    con.execute("create schema my")
+    con.execute("create table my.t as select * from analytics.t")
+    result = merge_table(con, _source(con), name, "id")
+    assert result.as_dict() == {"inserted": 3, "updated": 0, "deleted": 0, "unchanged": 0,
+                                "total": 3}
+    assert con.execute('select * from main."my.t" order by id').fetchall() == SOURCE
+    assert con.execute("select * from my.t order by id").fetchall() == TARGET
+
+
+@pytest.mark.parametrize("name", ['say "hi"', "analytics.t x", "'analytics.t'", "analytics.t;",
+                                  "analytics.t -- x", "a.b.c.d", "(select 1)", "analytics.",
+                                  "range(3)", ""])
+def test_what_is_not_one_table_name_is_refused(con, name):
+    """Before: 'say "hi"' created a table named 'say "hi', and an alias or comment was ignored."""
+    before, objects = _state(con), _objects(con)
+    with pytest.raises(MergeError) as error:
+        merge_table(con, _source(con), name, "id")
+    assert str(error.value) == (
+        f"dbt_merge: table '{name.strip()}': it is not the name of one table. Write it as table, "
+        "schema.table or database.schema.table, in double quotes where a part needs them "
+        "(\"my.t\", \"odd-name\"). Nothing was changed.")
+    assert _objects(con) == objects and _state(con) == before
+
+
+def test_a_name_duckdb_finds_ambiguous_is_refused(con):
+    """'analytics.t' with both a schema and an attached database named analytics: DuckDB refuses
+    it, and so does the door (with DuckDB's words)."""
+    con.execute("attach ':memory:' as analytics")
+    before, objects = _state(con), _objects(con)
+    with pytest.raises(MergeError) as error:
+        merge_table(con, _source(con), "analytics.t", "id")
+    assert str(error.value) == (
+        "dbt_merge: table 'analytics.t': DuckDB refuses the name (Ambiguous reference to catalog "
+        "or schema \"analytics\" - use a fully qualified path like 'memory.analytics'). Name the "
+        "table with all three parts (database.schema.table). Nothing was changed.")
+    assert _objects(con) == objects and _state(con) == before
+    result = merge_table(con, _source(con), "memory.analytics.t", "id")
+    assert (result.inserted, result.updated) == (1, 1)
+
+
+def test_a_table_created_where_the_name_does_not_read_is_refused(con):
+    """With search_path 'memory.main,db2.s', CREATE TABLE db2.t goes to db2's schema on the
+    search path (s), where the door would put db2.main.t: the check before the commit finds that
+    the name does not read the table created, and nothing is written."""
+    con.execute("attach ':memory:' as db2")
+    con.execute("create schema db2.s")
+    con.execute("set search_path = 'memory.main,db2.s'")
+    before, objects = _state(con), _objects(con)
+    with pytest.raises(MergeError) as error:
+        merge_table(con, _source(con), "db2.t", "id")
+    assert str(error.value) == (
+        "dbt_merge: table 'db2.t': DuckDB does not read the name as the table the merge created, "
+        '"db2"."main"."t", so nothing was written. Name the table with all three parts '
+        "(database.schema.table).")
+    assert _objects(con) == objects and _state(con) == before
+
+
+def test_a_relation_with_parameters_and_one_of_another_database(con):
+    """A relation reads as DuckDB reads it (its parameters too); one of a connection to another
+    database is refused with DuckDB's reason, nothing changed."""
+    rel = con.sql("select * from (values (2, 'B', 2), (4, 'd', 1)) v(id, name, updated_at) "
+                  "where id >= ?", params=[4])
+    result = merge_table(con, rel, "analytics.t", "id")
+    assert (result.inserted, result.updated, result.total) == (1, 0, 4)
+    other = duckdb.connect()
+    before, rows = _state(con), _rows(con)
+    with pytest.raises(MergeError, match=r"DuckDB cannot read the source \(DuckDBPyRelation\): "
+                       r"Invalid Input Error: .*not suitable for replacement scan"):
+        merge_table(con, other.sql("select 9 as id, 'x' as name, 1 as updated_at"),
+                    "analytics.t", "id")
+    assert _rows(con) == rows and _state(con) == before
+    other.close()
+
+
+# ------------------------------------------------------------------ the source (item 13)
+
+
+def test_a_source_must_be_one_query(con):
+    """Before: `select ...; drop table x` ran the DROP, committed with the merge."""
+    con.execute("create table analytics.x as select 1 as a")
+    before, objects = _state(con), _objects(con)
+    for source, what in [
+        ("select 1 as id, 'a' as name, 1 as updated_at; drop table analytics.x", "2 statements"),
+        ("drop table analytics.x", "a DROP statement"),
+        ("insert into analytics.x values (2)", "an INSERT statement"),
+        ("select 1 as id; select 2 as id", "2 statements"),
+        ("", "no statement"),
+    ]:
+        with pytest.raises(MergeError) as error:
+            merge_table(con, source, "analytics.t", "id")
+        assert str(error.value) == (
+            f"dbt_merge: table 'analytics.t': the source query is {what}: merge_table takes one "
+            "query (SELECT, WITH, VALUES, FROM ...) that returns the rows to merge. Nothing ran "
+            "and nothing was changed."), source
+        assert _objects(con) == objects and _state(con) == before
+    with pytest.raises(MergeError, match="the source query does not parse: Parser Error: syntax "
+                       "error at or near \"where\".* Nothing ran and nothing was changed"):
+        merge_table(con, "select from where", "analytics.t", "id")
+    result = merge_table(con, "  with s as (select 4 as id, 'd' as name, 1 as updated_at) "
+                              "select * from s -- the rows\n;", "analytics.t", "id")
+    assert (result.inserted, result.total) == (1, 4)
+
+
+# ------------------------------------------------------------------ column defaults (item 15)
+
+DEFAULTS_TABLE = (
+    "create table analytics.d (id integer primary key, name varchar, "
+    "sid bigint default nextval('analytics.seq') not null, note varchar default 'n/a', "
+    "loaded_at timestamp default current_timestamp, "
+    "twice integer generated always as (id * 2) virtual)")
+
+
+@pytest.mark.parametrize("strategy", ["upsert", "full_merge", "deduplicate", "insert"])
+@pytest.mark.parametrize("referenced", [False, True])
+def test_inserted_rows_get_the_column_defaults(con, strategy, referenced):
+    """Columns the source lacks: an inserted row gets the column's DEFAULT (a sequence, a load
+    time, a constant), as an INSERT that omits the column gives it; an updated row keeps its
+    values. Before: NULL, and with NOT NULL every insert failed. `referenced`: a foreign key
+    points at the table, so updated rows are updated in place (another write path)."""
+    con.execute("create sequence analytics.seq start 100")
+    con.execute(DEFAULTS_TABLE)
+    con.execute("insert into analytics.d (id, name, note) values (1, 'a', 'kept'), "
+                "(2, 'b', 'kept'), (3, 'c', 'kept')")
+    if referenced:
+        con.execute("create table analytics.child (id integer references analytics.d (id))")
+        con.execute("insert into analytics.child values (1)")
+    old = con.execute("select id, sid, loaded_at from analytics.d order by id").fetchall()
+    options = {"dedup_order_by": "name"} if strategy == "deduplicate" else {}
+    if strategy == "full_merge":
+        options["max_delete_fraction"] = 1
+    source = ("select * from (values (1, 'a'), (2, 'B'), (4, 'd'), (5, 'e')) v(id, name)"
+              + (" where id <> 3" if strategy == "full_merge" else ""))
+    result = merge_table(con, source, "analytics.d", "id", strategy, **options)
+    updated = 0 if strategy == "insert" else 1
+    assert (result.inserted, result.updated) == (2, updated)
+    rows = con.execute("select id, name, sid, note, loaded_at is not null, twice "
+                       "from analytics.d order by id").fetchall()
+    kept = {r[0]: r for r in old}
+    for row in rows:
+        if row[0] in (4, 5):
+            assert row[2] in (100 + 3, 100 + 4) and row[3] == "n/a" and row[4], row
+        else:
+            assert (row[0], row[2]) == kept[row[0]][:2] and row[3] == "kept", row
+        assert row[5] == row[0] * 2
+    assert len({r[2] for r in rows}) == len(rows)
+
+
+# ------------------------------------------------------------- soft deletes begun later (item 14)
+
+
+@pytest.mark.parametrize("columns_in_source", [False, True])
+def test_soft_deletes_begun_on_an_existing_table(con, columns_in_source):
+    """docs/configuration.md: add the soft-delete columns to an existing table with
+    on_schema_change='append_new_columns'. Before: refused asking for that very option (source
+    without the columns), or a raw Binder Error (source with them). One merge stamps all its
+    soft deletes with one time."""
+    con.execute("insert into analytics.t values (5, 'e', 1), (6, 'f', 1)")
+    named = ", false as is_deleted, null::timestamp as deleted_at" if columns_in_source else ""
+    more = ", false, null" if columns_in_source else ""
+    source = (f"select 1 as id, 'a' as name, 1 as updated_at{named} union all "
+              f"select 2, 'X', 3{more} union all select 9, 'n', 1{more}")
+    options = {"soft_delete_column": "is_deleted", "soft_delete_timestamp_column": "deleted_at",
+               "on_schema_change": "append_new_columns", "max_delete_fraction": 1}
+    result = merge_table(con, source, "analytics.t", "id", "full_merge", **options)
+    # the rows the source matches go from NULL (added column: live) to false: updated
+    assert result.as_dict() == {"inserted": 1, "updated": 2, "deleted": 3, "unchanged": 0,
+                                "total": 6}
+    rows = con.execute("select id, name, is_deleted, deleted_at is not null from analytics.t "
+                       "order by id").fetchall()
+    assert rows == [(1, "a", False, False), (2, "X", False, False), (3, "c", True, True),
+                    (5, "e", True, True), (6, "f", True, True), (9, "n", False, False)]
+    assert con.execute("select count(distinct deleted_at) from analytics.t").fetchall() == [(1,)]
+    # again, with sync_all_columns and a source without them: the columns stay
+    again = merge_table(con, "select 1 as id, 'a' as name, 1 as updated_at union all "
+                             "select 2, 'X', 3", "analytics.t", "id", "full_merge",
+                        **{**options, "on_schema_change": "sync_all_columns"})
+    assert again.as_dict() == {"inserted": 0, "updated": 0, "deleted": 1, "unchanged": 2,
+                               "total": 6}
+    stamps = con.execute("select id, deleted_at from analytics.t where is_deleted order by id"
+                         ).fetchall()
+    assert [s[0] for s in stamps] == [3, 5, 6, 9]
+    assert len({s[1] for s in stamps}) == 2  # one per merge
+
+
+# ------------------------------------------------------------------ another thread (item 11)
+
+IN_USE = ("another thread is using this connection (DuckDB refused a call of the merge: "
+          "{why}). A DuckDB connection runs one call at a time, and what another thread runs "
+          "between the merge's calls would run inside the merge's transaction. Give each thread "
+          "its own connection (connection.cursor()).")
+
+
+def _retry(call):
+    """A call of this thread on a connection another thread uses: again while DuckDB says busy."""
+    while True:
+        try:
+            return call()
+        except duckdb.ResourceInUseException:
+            time.sleep(0.001)
+
+
+def _start_busy(con, out: list) -> tuple[threading.Thread, threading.Event]:
+    """Another thread inside one call on `con` (a function of the query waits in it) until the
+    event returned is set; return once it is in there."""
+    inside, release = threading.Event(), threading.Event()
+
+    def hold() -> int:
+        inside.set()
+        release.wait(30)
+        return 42
+
+    con.create_function("hold_the_connection", hold, [], "BIGINT", side_effects=True)
+    thread = threading.Thread(target=lambda: out.append(
+        _retry(lambda: con.sql("select hold_the_connection()").fetchall())))
+    thread.start()
+    inside.wait(30)
+    return thread, release
+
+
+def test_a_connection_another_thread_is_running_a_call_on_is_refused(con):
+    """Before: DuckDB's raw ResourceInUseException, from wherever the merge was."""
+    rows, out = _rows(con), []
+    thread, release = _start_busy(con, out)
+    with pytest.raises(MergeError) as error:
+        merge_table(con, _source(con), "analytics.t", "id")
+    release.set()
+    thread.join()
+    assert str(error.value) == ("dbt_merge: table 'analytics.t': " + IN_USE.format(
+        why="connection is busy with another call") + " Nothing was changed.")
+    assert out == [[(42,)]]  # the other thread's own result
+    after = _state(con)
+    assert _rows(con) == rows and after["temporary"] == [] and not after["open_transaction"]
+
+
+def test_an_unfinished_result_on_the_connection_is_refused_and_kept(con):
+    """A result of execute() not fetched to the end (this thread's or another's): the merge
+    would replace it (DuckDB 2.0 keeps one current result per connection), so the caller would
+    fetch the merge's rows. Before: merged, and the caller's result was gone."""
+    rows = _rows(con)
+    con.execute("select * from range(5)")
+    with pytest.raises(MergeError) as error:
+        merge_table(con, _source(con), "analytics.t", "id")
+    assert str(error.value) == (
+        "dbt_merge: table 'analytics.t': the connection holds a result that was not fetched to "
+        "the end (execute() of this thread or another). Fetch it (fetchall()) or close it "
+        "(complete()) first; merge_table would replace it. Nothing was changed.")
+    assert con.fetchall() == [(i,) for i in range(5)]  # the caller's result, as it was
+    assert _rows(con) == rows
+
+
+@pytest.mark.parametrize("other_writes", [False, True])
+def test_merges_while_another_thread_uses_the_connection(con, other_writes):
+    """Another thread reads (or writes in transactions of its own) on the connection while this
+    one merges, again and again. Each merge either merged exactly (rows, statistics) or was
+    refused with the message and left the table as it was; never half of it. The other thread
+    never gets a result of the merge's, and every row it committed is there. Before: the
+    merge's rollback was refused as busy and left the connection inside its transaction, and
+    the merge could take the other thread's result for its own."""
+    con.execute("create table analytics.log (i integer)")
+    stop, wrong, committed = threading.Event(), [], []
+
+    def other() -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            began = False
+            try:
+                if other_writes:
+                    con.begin()
+                    began = True
+                    con.execute(f"insert into analytics.log values ({i})")
+                    con.commit()
+                    began = False
+                    committed.append(i)
+                else:
+                    got = con.sql(f"select {i} as token, count(*) from analytics.t").fetchall()
+                    if got[0][0] != i:
+                        wrong.append(got)
+            except (duckdb.ResourceInUseException, duckdb.TransactionException):
+                if began:  # its own transaction, aborted or not committed: ended by itself
+                    _retry(con.rollback)
+            time.sleep(0.002)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    mine = con.cursor()  # the test's own resets and reads: committed rows, a connection of its own
+    outcomes = []
+    try:
+        for _ in range(12):
+            mine.execute("delete from analytics.t")
+            mine.executemany("insert into analytics.t values (?, ?, ?)", TARGET)
+            try:
+                result = merge_table(con, _source(con), "analytics.t", "id")
+            except MergeError as error:
+                assert "another thread is using this connection" in str(error) or (
+                    "has a transaction open" in str(error)), str(error)
+                outcomes.append("refused")
+                assert sorted(mine.execute("select * from analytics.t").fetchall()) == TARGET
+            else:
+                outcomes.append("merged")
+                assert result.as_dict() == {"inserted": 1, "updated": 1, "deleted": 0,
+                                            "unchanged": 1, "total": 4}
+                assert sorted(mine.execute("select * from analytics.t").fetchall()) == \
+                    EXPECTED["upsert"][0]
+    finally:
+        stop.set()
+        thread.join()
+    assert wrong == []
+    logged = {r[0] for r in con.execute("select i from analytics.log").fetchall()}
+    assert set(committed) <= logged
+    assert _state(con)["temporary"] == [] and not _state(con)["open_transaction"], outcomes

@@ -115,9 +115,10 @@
   {{ return('coalesce((' ~ plan.update_condition ~ '), false)') }}
 {% endmacro %}
 
-{#- With soft deletes: the target row aliased DBT_INTERNAL_DEST is not soft-deleted. -#}
+{#- With soft deletes: the target row aliased DBT_INTERNAL_DEST is not soft-deleted (NULL: live).
+    Read as the planned schema change leaves it: a column being added is NULL for every row. -#}
 {% macro _live(plan) %}
-  {{ return('not coalesce(DBT_INTERNAL_DEST.' ~ dbt_merge.quote_identifier(
+  {{ return('not coalesce(' ~ dbt_merge._dest_value(plan,
       dbt_merge._find_column(plan.soft_delete.column, plan.target_names)) ~ ', false)') }}
 {% endmacro %}
 

@@ -39,8 +39,16 @@
   {#-- plan: the schema change (made only just before the write) and the columns to compare --#}
   {% set schema = none %}
   {% if not rebuild %}
-    {% set schema = dbt_merge.plan_schema_changes(cfg.on_schema_change, target, source_columns,
-                      dbt_merge.relation_columns(existing)) %}
+    {#- the soft-delete columns the SELECT lacks are columns it brings (build_merge_plan adds
+        them): added to a table without them, kept as they are in a table with them -#}
+    {% set target_columns = dbt_merge.relation_columns(existing) %}
+    {% set target_names = target_columns | map(attribute='name') | list %}
+    {% set brought = source_columns | list %}
+    {% for extra in dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list) %}
+      {% set kept = target_columns | selectattr('name', 'equalto', dbt_merge._find_column(extra.column.name, target_names)) | list %}
+      {% do brought.append(kept[0] if kept else extra.column) %}
+    {% endfor %}
+    {% set schema = dbt_merge.plan_schema_changes(cfg.on_schema_change, target, brought, target_columns) %}
   {% endif %}
   {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_columns, schema) %}
   {% do dbt_merge.check_column_types(plan) %}

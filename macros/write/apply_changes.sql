@@ -26,12 +26,24 @@
     {% do dbt_merge.run_statement(dbt_merge._update_in_place_sql(plan,
         'select * from ' ~ plan.changes ~ ' where ' ~ action ~ " = 'U'")) %}
   {% endif %}
-  {% if counts.inserted + (0 if in_place else counts.updated) > 0 %}
-    {% set columns = dbt_merge.column_list(plan.write_names) %}
-    {% do dbt_merge.run_statement(
-        'insert into ' ~ plan.target ~ ' (' ~ columns ~ ') select ' ~ columns ~ ' from ' ~ plan.changes
-        ~ ' where ' ~ action ~ (" = 'I'" if in_place else " in ('I', 'U')"), 'dbt_merge_insert') %}
+  {#- A new row gets the target's own value (its DEFAULT: a sequence, a load time) in a column the
+      SELECT lacks, as an INSERT that leaves the column out gives it; a row written again after
+      its delete keeps its values. So the new rows leave those columns out, when there are any. -#}
+  {% set sourced = dbt_merge._written_columns(plan) | select('in', plan.write_names) | list %}
+  {% set again = [] if in_place else ['U'] %}
+  {% set groups = [(plan.write_names, ['I'] + again)] %}
+  {% if sourced | length < plan.write_names | length %}
+    {% set groups = [(sourced, ['I']), (plan.write_names, again)] %}
   {% endif %}
+  {% for names, actions in groups %}
+    {% set rows = (counts.inserted if 'I' in actions else 0) + (counts.updated if 'U' in actions else 0) %}
+    {% if rows > 0 %}
+      {% set columns = dbt_merge.column_list(names) %}
+      {% do dbt_merge.run_statement(
+          'insert into ' ~ plan.target ~ ' (' ~ columns ~ ') select ' ~ columns ~ ' from ' ~ plan.changes
+          ~ ' where ' ~ action ~ " in ('" ~ actions | join("', '") ~ "')", 'dbt_merge_insert') %}
+    {% endif %}
+  {% endfor %}
 {% endmacro %}
 
 {#- UPDATE of the target rows (aliased DBT_INTERNAL_DEST) the merge considers whose key is in

@@ -116,12 +116,14 @@ def duckdb_rows(con, table: str) -> tuple[list[str], list[dict]]:
 
 
 def duckdb_exists(con, schema: str, name: str) -> bool:
+    # fetchall: DuckDB 2.0's fetchone() leaves the result unfinished, which the next call on the
+    # connection meets (merge_table refuses it: it would replace that result)
     return bool(
         con.execute(
             "select count(*) from information_schema.tables"
             " where table_schema = ? and table_name = ?",
             [schema, name],
-        ).fetchone()[0]
+        ).fetchall()[0][0]
     )
 
 

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from dbt_merge.duckdb.connection import Column, DuckDBRunner, Relation, quote
+from dbt_merge.duckdb.connection import (
+    Column,
+    ConnectionInUse,
+    DuckDBRunner,
+    Relation,
+)
+from dbt_merge.duckdb.names import reads_table, resolve_target
 from dbt_merge.errors import MergeError
 from dbt_merge.options import MergeOptions, merge_config
 from dbt_merge.render import MacroContext, source_wording
@@ -25,6 +31,9 @@ from dbt_merge.result import MergeResult
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated
     from typing import Unpack
+
+#: The name the source is read under (_source_reader): a Python variable DuckDB finds by name.
+SOURCE_NAME = "__dbt_merge_source"
 
 #: The options that shape a Spark table the call would create: a DuckDB table has none of them.
 REFUSED = {
@@ -41,22 +50,27 @@ def merge_table(
     strategy: str = "upsert",
     **options: Unpack[MergeOptions],
 ) -> MergeResult:
-    """Merge `source` into the table `target` ("table", "schema.table" or
-    "database.schema.table") of the DuckDB `connection`, and return what the merge did.
+    """Merge `source` into the table `target` of the DuckDB `connection`, and return what the
+    merge did.
 
-    source: an Arrow table (or anything DuckDB scans: a record batch reader, pandas, polars), a
-    DuckDBPyRelation of this connection, or a SQL query (str). key_columns: the key, a column
-    name or a list (dbt's `unique_key`); strategy: upsert, insert, update, full_merge or
-    deduplicate. Every other option is the dbt config option of the same name, with the same
-    meaning (see the README's options table). The table is created on the first merge (or
-    rebuilt with full_refresh=True); its schema must exist.
+    target: a table name as DuckDB reads it on this connection ("table", "schema.table",
+    "database.schema.table", each part in double quotes where it needs them: '"my.t"'): an
+    existing table of a writable database, or no object yet in an existing schema (the first
+    merge creates the table). Anything else (a view, a temporary table or view, a schema or
+    database that does not exist, a read-only database, text that is not one table name) is
+    refused. source: an Arrow table (or anything DuckDB scans: a record batch reader, pandas,
+    polars), a DuckDBPyRelation of this connection, or one SQL query (str). key_columns: the
+    key, a column name or a list (dbt's `unique_key`); strategy: upsert, insert, update,
+    full_merge or deduplicate. Every other option is the dbt config option of the same name,
+    with the same meaning (see the README's options table); full_refresh=True rebuilds the
+    table.
 
-    One transaction, begun and committed here (the connection must have none open): on any
-    failure it is rolled back and the target is exactly as it was. No temporary table or view is
-    left, and no setting is changed. Raises MergeError on bad options or source rows.
+    One transaction, begun and committed here (the connection must have none open), on a
+    connection no other thread uses meanwhile: on any failure it is rolled back and the target
+    is exactly as it was. No temporary table or view is left, and no setting is changed.
+    Raises MergeError on a refused target, source, options or source rows.
     """
-    this = _target_relation(connection, target)
-    name = f"{this.schema}.{this.identifier}"
+    name = str(target).strip()
     prefix = f"dbt_merge: table '{name}': "
 
     def fail(message: str) -> None:
@@ -64,10 +78,51 @@ def merge_table(
 
     config = merge_config(key_columns, strategy, options, refused=REFUSED, fail=fail)
     full_refresh = bool(options.get("full_refresh"))
-
-    invocation = str(uuid.uuid4())
     runner = DuckDBRunner(connection)
-    macros = MacroContext(
+    began, rolled_back = False, False
+    try:
+        found = resolve_target(connection, name, read=runner.read)
+        refusal = found.refusal()
+        if refusal is not None:
+            raise MergeError(prefix + refusal)
+        this = found.relation
+        macros = _macros(runner, config, this, full_refresh, fail)
+        cfg = macros.validate_merge_config()
+        if isinstance(source, str):
+            select, reader = _source_query(runner, source, prefix), None
+        else:
+            reader = _source_reader(runner, source, prefix)
+            select = reader.sql_query()
+        if runner.in_transaction():
+            raise ConnectionInUse("the connection has a transaction open", "open")
+        runner.begin()
+        began = True
+        try:
+            existing = None if found.kind == "nothing" else this
+            rebuild = existing is None or bool(full_refresh)
+            stats = macros.run_merge(cfg, this, existing, rebuild, select)
+            if existing is None and not stats.get("dry_run"):
+                _check_created(runner, connection, name, this, prefix)
+            if stats.get("dry_run"):
+                runner.rollback()
+            else:
+                runner.commit()
+        except BaseException:
+            rolled_back = runner.rollback()
+            raise
+    except ConnectionInUse as error:
+        raise MergeError(prefix + _in_use(error, began, rolled_back)) from None
+    del reader  # what it registered is released with it
+    return MergeResult.from_stats(stats)
+
+
+def _macros(
+    runner: DuckDBRunner, config: dict, this: Relation, full_refresh: bool, fail
+) -> MacroContext:
+    """The package's macros for one merge into `this`, on the runner's connection."""
+    name = f"{this.schema}.{this.identifier}"
+    invocation = str(uuid.uuid4())
+    return MacroContext(
         config,
         runner.query,
         fail,
@@ -97,61 +152,93 @@ def merge_table(
             "commit": lambda: None,
         },
     )
-    cfg = macros.validate_merge_config()
-    if _in_transaction(connection):
-        raise MergeError(
-            prefix + "the connection has a transaction open; merge_table runs the merge in a "
-            "transaction of its own. Commit or roll back first. The target was not changed."
-        )
-    view = None
-    if isinstance(source, str):
-        select = source
-    else:
-        view = "__dbt_merge_src_" + invocation.replace("-", "")
-        connection.register(view, source)
-        select = f"select * from {quote(view)}"
+
+
+def _source_query(runner: DuckDBRunner, source: str, prefix: str) -> str:
+    """A SQL source as it is, once DuckDB's parser finds it is one query (a SELECT, WITH,
+    VALUES, FROM ... statement), before anything runs: a second statement would run inside the
+    merge's transaction and commit with it."""
     try:
-        connection.begin()
-        try:
-            existing = runner.load_relation(this)
-            rebuild = existing is None or existing.is_view or bool(full_refresh)
-            stats = macros.run_merge(cfg, this, existing, rebuild, select)
-            connection.commit()
-        except BaseException:
-            connection.rollback()
-            raise
-    finally:
-        if view is not None:
-            connection.unregister(view)
-    return MergeResult.from_stats(stats)
-
-
-def _in_transaction(connection: duckdb.DuckDBPyConnection) -> bool:
-    """Whether the caller has a transaction open: two statements then share its id (each runs
-    in a transaction of its own otherwise). BEGIN would tell too, but its failure aborts the
-    caller's transaction."""
-    query = "select current_transaction_id()"
-    return connection.execute(query).fetchall() == connection.execute(query).fetchall()
-
-
-def _target_relation(connection: duckdb.DuckDBPyConnection, target: str) -> Relation:
-    parts = [p.strip('" ') for p in str(target).split(".")]
-    if len(parts) > 3 or not all(parts):
+        statements = runner.call(lambda: runner.con.extract_statements(source))
+    except duckdb.ParserException as error:
         raise MergeError(
-            f"dbt_merge: table '{target}': the target must be 'table', 'schema.table' or "
-            "'database.schema.table'."
-        )
-    current = connection.execute("select current_database(), current_schema()").fetchall()
-    database, schema = current[0]
-    parts = [database, schema][: 3 - len(parts)] + parts
-    found = connection.execute(
-        "select catalog_name, schema_name from information_schema.schemata"
-        " where lower(catalog_name) = lower(?) and lower(schema_name) = lower(?)",
-        parts[:2],
-    ).fetchall()
-    if not found:
+            prefix + f"the source query does not parse: {str(error).splitlines()[0]}. Nothing ran "
+            "and nothing was changed."
+        ) from None
+    if len(statements) == 1 and statements[0].type == duckdb.StatementType.SELECT:
+        return source
+    if len(statements) != 1:
+        what = f"{len(statements)} statements" if statements else "no statement"
+    else:
+        kind = statements[0].type.name
+        what = f"{'an' if kind[0] in 'AEIOU' else 'a'} {kind} statement"
+    raise MergeError(
+        prefix + f"the source query is {what}: merge_table takes one query (SELECT, WITH, VALUES, "
+        "FROM ...) that returns the rows to merge. Nothing ran and nothing was changed."
+    )
+
+
+def _source_reader(runner: DuckDBRunner, source: Any, prefix: str) -> duckdb.DuckDBPyRelation:
+    """A relation of the connection that reads `source` (an Arrow table or reader, a pandas or
+    polars DataFrame, a relation of this connection) where it lives, as DuckDB reads a Python
+    object by its name: the object is registered under a name of DuckDB's own for as long as
+    the relation lives, with no view or other object in the catalog (nothing to drop, nothing
+    a rollback or another thread could touch). DuckDB refuses what it cannot read, and a
+    relation of a connection to another database."""
+    connection = runner.con
+    if resolve_target(connection, SOURCE_NAME, read=runner.read).kind != "nothing":
         raise MergeError(
-            f"dbt_merge: table '{target}': the schema '{parts[0]}.{parts[1]}' does not exist. "
-            f"Create it first (create schema {quote(parts[1])})."
+            prefix + f"the connection has an object named {SOURCE_NAME}, the name merge_table "
+            "reads the source under. Rename it. Nothing was changed."
         )
-    return Relation(found[0][0], found[0][1], parts[2], "table")
+    __dbt_merge_source = source  # noqa: F841 (read below by DuckDB, by its name)
+    try:
+        return connection.sql(f"select * from {SOURCE_NAME}")
+    except duckdb.Error as error:
+        if runner.translated(error) is not error:
+            raise runner.translated(error) from error
+        raise MergeError(
+            prefix + f"DuckDB cannot read the source ({type(source).__name__}): "
+            f"{str(error).splitlines()[0]} merge_table reads an Arrow table or reader, a pandas "
+            "or polars DataFrame, a relation of this connection, or one SQL query. Nothing was "
+            "changed."
+        ) from None
+
+
+def _check_created(
+    runner: DuckDBRunner, connection: duckdb.DuckDBPyConnection, name: str, this: Relation,
+    prefix: str,
+) -> None:
+    """The merge created `this` where CREATE TABLE <name> would (resolve_target): refuse,
+    before the commit, unless DuckDB now reads the name as that very table."""
+    if not reads_table(connection, name, this, read=runner.read):
+        raise MergeError(
+            prefix + f"DuckDB does not read the name as the table the merge created, {this}, "
+            "so nothing was written. Name the table with all three parts (database.schema.table)."
+        )
+
+
+def _in_use(error: ConnectionInUse, began: bool, rolled_back: bool) -> str:
+    if error.reason == "open":
+        return (
+            "the connection has a transaction open; merge_table runs the merge in a transaction "
+            "of its own. Commit or roll back first. The target was not changed."
+        )
+    if error.reason == "unfinished" and not began:
+        return (
+            "the connection holds a result that was not fetched to the end (execute() of this "
+            "thread or another). Fetch it (fetchall()) or close it (complete()) first; "
+            "merge_table would replace it. Nothing was changed."
+        )
+    return (
+        f"another thread is using this connection (DuckDB refused a call of the merge: "
+        f"{error.why}). A DuckDB connection runs one call at a time, and what another thread runs "
+        "between the merge's calls would run inside the merge's transaction. Give each thread its "
+        "own connection (connection.cursor())."
+        + (" Nothing was changed." if not began
+           else " The merge was rolled back: nothing of it was written." if rolled_back
+           else " The merge stopped without a rollback: another call ended its transaction (the "
+           "target's write and the merge's COMMIT are one call, which had not run; a first "
+           "build or full refresh may have been committed by that call), or kept the "
+           "connection busy for a minute (then roll back: connection.rollback()).")
+    )

@@ -3,15 +3,19 @@
 - Relation / Column: the few attributes the macros read of dbt-duckdb's relations and columns
   (rendered `"database"."schema"."identifier"`, quoted, as dbt-duckdb renders them; a work
   relation has its identifier only, as dbt-duckdb's make_temp_relation gives it).
-- DuckDBRunner: runs the flow's statements and queries on the connection. It leaves nothing to
-  clean up: the flow drops its temporary work relations when it succeeds, and the rollback of
-  the call's transaction drops those it created when it fails.
+- DuckDBRunner: runs the flow's statements and queries on the connection, which the merge must
+  have to itself (ConnectionInUse otherwise). It leaves nothing to clean up: the flow drops its
+  temporary work relations when it succeeds, and the rollback of the call's transaction drops
+  those it created when it fails.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from typing import Any
+
+import duckdb
 
 from dbt_merge import render
 
@@ -70,37 +74,176 @@ class Column(render.Column):
         return quote(self.name)
 
 
+class ConnectionInUse(Exception):
+    """Another call used the merge's connection while the merge ran: DuckDB refused a call of the
+    merge (the connection busy with another call, or holding another call's unfinished result),
+    or a statement that was not the merge's ended or aborted its transaction. `why` says which."""
+
+    def __init__(self, why: str, reason: str = "busy"):
+        super().__init__(why)
+        self.why = why
+        self.reason = reason  # busy, unfinished (a result), open (a transaction before the merge's)
+
+
+#: The text of the error the guard raises (see DuckDBRunner).
+_GUARD = "dbt_merge: the merge's transaction was ended by another call on this connection"
+
+
 class DuckDBRunner:
-    """The flow's statements and dbt-duckdb's catalog look-ups, on one connection."""
+    """The flow's statements and dbt-duckdb's catalog look-ups, on one connection that the merge
+    must have to itself: DuckDB 2.0 runs one call of a connection at a time (a second call, from
+    another thread, is refused as busy), keeps one current result per connection (execute()
+    replaces it), and runs a statement in whatever transaction the connection has.
+
+    - A query's rows come from a result of its own (a relation of `sql()`), never from the
+      connection's current result, which another thread's execute() replaces. `sql()` is
+      refused while another call's result is unfinished, so the merge never replaces one.
+    - Statements are sent in batches, with the next query or with the COMMIT: the target's
+      write and the commit that follows it are one call, which no other thread can enter.
+    - Each batch first checks, in the same call, that the connection is still in the merge's
+      transaction (another call's COMMIT or ROLLBACK ends it).
+    - Any of that, or a refusal, raises ConnectionInUse; rollback() waits while another call
+      runs, and rolls back only the merge's own transaction.
+    """
 
     def __init__(self, con):
         self.con = con
+        self._pending: list[str] = []
+        self._transaction: int | None = None
 
-    def query(self, sql: str) -> tuple[list[str], list[tuple]]:
-        cursor = self.con.execute(sql)
-        columns = [d[0] for d in cursor.description or []]
-        return columns, cursor.fetchall() if columns else []
+    def read(self, sql: str, params: list | None = None) -> list[tuple]:
+        """The rows of a query (after the statements sent so far)."""
+        return self.query(sql, params)[1]
+
+    def query(self, sql: str, params: list | None = None) -> tuple[list[str], list[tuple]]:
+        self._flush()
+        relation = self._call(lambda: self.con.sql(sql, params=params))
+        if relation is None:
+            return [], []
+        return list(relation.columns), self._call(relation.fetchall)
 
     def statement(self, sql: str) -> None:
-        self.con.execute(sql)
+        self._pending.append(sql)
+
+    def call(self, call):
+        """call(), with DuckDB's refusals of a connection in use raised as ConnectionInUse."""
+        return self._call(call)
+
+    def in_transaction(self) -> bool:
+        """Whether the connection has a transaction open (the caller's, or another thread's):
+        two statements then share its id (each runs in a transaction of its own otherwise).
+        BEGIN would tell too, but its failure aborts that transaction. An aborted transaction
+        (a statement failed in it) is open until it is rolled back."""
+        query = "select current_transaction_id()"
+        try:
+            return self.read(query) == self.read(query)
+        except ConnectionInUse as error:
+            if error.reason == "open":
+                return True
+            raise
+
+    def begin(self) -> None:
+        try:
+            self._call(lambda: self.con.execute("begin"))
+        except duckdb.TransactionException as error:  # one began since in_transaction()
+            raise ConnectionInUse("another call began a transaction on it", "open") from error
+        try:
+            self._transaction = self.read("select current_transaction_id()")[0][0]
+        except BaseException:
+            self.rollback()
+            raise
+
+    def commit(self) -> None:
+        """Send the statements not sent yet and COMMIT, in one call."""
+        self._flush(["commit"])
+        self._transaction = None
+
+    def rollback(self, patience: float = 60.0) -> bool:
+        """Roll the merge's transaction back (what it has not sent is dropped), waiting up to
+        `patience` seconds while another thread's call runs. False when the transaction is no
+        longer the merge's (another call ended it: nothing to roll back), or the wait ran out."""
+        self._pending = []
+        deadline = time.monotonic() + patience
+        script = self._guard() + "\n;\nrollback"
+        try:
+            while True:
+                try:
+                    self.con.execute(script)
+                    return True
+                except duckdb.ResourceInUseException:
+                    if time.monotonic() > deadline:
+                        return False
+                    time.sleep(0.002)
+                except duckdb.TransactionException as error:
+                    if "aborted" not in str(error):
+                        return False  # no transaction: another call ended it
+                    script = "rollback"  # an aborted transaction runs nothing else, not the guard
+                except duckdb.InvalidInputException as error:
+                    if _GUARD in str(error):
+                        return False
+                    raise
+        finally:
+            self._transaction = None
 
     def load_relation(self, relation: Relation) -> Relation | None:
         """load_cached_relation: the relation as the catalog names it (table or view), or None."""
-        rows = self.con.execute(
-            "select table_catalog, table_schema, table_name, table_type"
-            " from information_schema.tables where lower(table_catalog) = lower(?)"
-            " and lower(table_schema) = lower(?) and lower(table_name) = lower(?)",
+        rows = self.read(
+            "select table_type from information_schema.tables"
+            " where table_catalog = ? and table_schema = ? and table_name = ?",
             [relation.database, relation.schema, relation.identifier],
-        ).fetchall()
+        )
         if not rows:
             return None
-        database, schema, identifier, kind = rows[0]
-        return Relation(database, schema, identifier, "view" if kind == "VIEW" else "table")
+        return replace(relation, type="view" if rows[0][0] == "VIEW" else "table")
 
     def get_columns(self, relation: Relation) -> list[Column]:
         """adapter.get_columns_in_relation: every column in order, with DuckDB's type name."""
-        rows = self.con.execute(f"describe select * from {relation}").fetchall()
+        rows = self.read(f"describe select * from {relation}")
         return [Column(row[0], row[1]) for row in rows]
 
     def drop_relation(self, relation: Relation) -> None:
         self.statement(f"drop {'view' if relation.is_view else 'table'} if exists {relation}")
+
+    def _guard(self) -> str:
+        """A statement that fails, with _GUARD, unless the connection is in the merge's
+        transaction (none before begin())."""
+        if self._transaction is None:
+            return "select 1 where false"
+        message = _GUARD.replace("'", "''")
+        return (f"select error('{message}') where current_transaction_id() <> "
+                f"{int(self._transaction)}")
+
+    def _flush(self, tail: list[str] | tuple = ()) -> None:
+        if not self._pending and not tail:
+            return
+        # a newline before each ';' ends a line comment the statement may end with
+        script = "\n;\n".join([self._guard(), *self._pending, *tail])
+        self._pending = []
+        self._call(lambda: self.con.execute(script))
+
+    def _call(self, call):
+        try:
+            return call()
+        except duckdb.Error as error:
+            raise self.translated(error) from error
+
+    def translated(self, error: Exception) -> Exception:
+        """DuckDB's `error` as ConnectionInUse when it says another call is in the way (see the
+        class), else `error` itself."""
+        text = str(error)
+        if isinstance(error, duckdb.ResourceInUseException):
+            if "unfinished result" in text:
+                return ConnectionInUse("a result of execute() was not fetched to the end",
+                                       "unfinished")
+            return ConnectionInUse("connection is busy with another call")
+        if isinstance(error, duckdb.InterruptException):  # a call began while a result was read
+            return ConnectionInUse("another call interrupted a query of the merge")
+        if isinstance(error, duckdb.TransactionException) and "aborted" in text:
+            if self._transaction is None:
+                return ConnectionInUse("a transaction is open, and aborted", "open")
+            return ConnectionInUse("a statement that was not the merge's failed inside the "
+                                   "merge's transaction")
+        if isinstance(error, duckdb.InvalidInputException) and _GUARD in text:
+            return ConnectionInUse("another call ended the merge's transaction (a COMMIT or "
+                                   "ROLLBACK)")
+        return error

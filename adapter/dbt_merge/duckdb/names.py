@@ -1,0 +1,270 @@
+"""Resolve a table name on a DuckDB connection the way DuckDB itself does, once.
+
+`resolve_target(connection, name)` reads the name with DuckDB's parser (never by splitting on
+'.'), asks DuckDB's binder which object the name reads (the connection's search path: an
+unqualified name of a temporary table is that temporary table), and looks the rest up in the
+catalog functions (duckdb_views(), duckdb_databases(), duckdb_schemas(), with bound parameters).
+It returns the object as the catalog spells it, and its kind:
+
+    table, view, temporary table, temporary view  an object that exists
+    nothing                                       no object yet, in an existing schema (where
+                                                  CREATE TABLE <name> would create it)
+    missing schema, missing database              where it would be, when that is missing
+    read-only database                            in a database attached read-only (or DuckDB's
+                                                  own system and temp catalogs)
+    ambiguous                                     DuckDB refuses the name ('x.t' with both a
+                                                  database and a schema x)
+    not a name                                    text that is not one table name
+
+Only DuckDB's default search behaviour for where a new table goes is assumed: an unqualified
+name goes to the current database and schema, 'x.t' to the database x (its current schema,
+else main) when x is an attached database and not a schema, else to the schema x of the
+current database. A door that creates the table checks afterwards, in its transaction, that the
+name reads that table (`reads_table`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from dbt_merge.duckdb.connection import Relation, quote
+
+MERGEABLE = ("table", "nothing")
+
+
+@dataclass(frozen=True)
+class Target:
+    """A name as DuckDB reads it: the object (database, schema, identifier as the catalog spells
+    them; for `nothing`, where the table would be created) and its kind (see the module)."""
+
+    name: str
+    kind: str
+    database: str | None = None
+    schema: str | None = None
+    identifier: str | None = None
+    detail: str | None = None  # DuckDB's own message (ambiguous)
+
+    @property
+    def mergeable(self) -> bool:
+        """A table to merge into, or nothing yet where a table can be created."""
+        return self.kind in MERGEABLE
+
+    @property
+    def relation(self) -> Relation:
+        return Relation(self.database, self.schema, self.identifier or "",
+                        "view" if "view" in self.kind else "table")
+
+    def refusal(self, door: str = "merge_table") -> str | None:
+        """Why `door` merges nothing into it (the message after the door's prefix), or None."""
+        shown = self.relation.render() if self.identifier else ""
+        fix = {
+            "view": f"it names a view, {shown}: {door} merges into a table, and never "
+            "replaces a view. Name a table, or drop the view first.",
+            "temporary view": f"it names a temporary view of this connection, {shown} (a "
+            f"registered DataFrame or Arrow table is one): {door} merges into a table of a "
+            "database. Name that table with all three parts (database.schema.table).",
+            "temporary table": f"it names a temporary table of this connection, {shown}: "
+            f"{door} merges into a table of a database, not a temporary one. Name that "
+            "table with all three parts (database.schema.table).",
+            "read-only database": f"{shown} is in the database '{self.database}', which is "
+            "attached read-only (or is DuckDB's own). Attach the database without READ_ONLY, "
+            "or name a table of a writable one.",
+            "missing schema": f"the schema '{self.database}.{self.schema}' does not exist. "
+            f"Create it first (create schema {quote(self.database or '')}."
+            f"{quote(self.schema or '')}).",
+            "missing database": f"no database '{self.database}' is attached. Attach it first "
+            f"(attach '<file>' as {quote(self.database or '')}), or name a table of an attached "
+            "one.",
+            "ambiguous": f"DuckDB refuses the name ({self.detail}). Name the table with all "
+            "three parts (database.schema.table).",
+            "not a name": "it is not the name of one table. Write it as table, schema.table or "
+            'database.schema.table, in double quotes where a part needs them ("my.t", '
+            '"odd-name").',
+        }
+        return None if self.mergeable else fix[self.kind] + " Nothing was changed."
+
+
+def resolve_target(connection: duckdb.DuckDBPyConnection, name: str, read=None) -> Target:
+    """The object `name` reads on `connection` and its kind (see the module). Reads only: no
+    statement that changes anything, no setting. `read(sql, params)` runs its queries when
+    given (a door's runner), else each reads a result of its own (`connection.sql`)."""
+    text = str(name).strip()
+    rows = _reader(connection, read)
+    parts = _parse(rows, text)
+    if parts is None:
+        return Target(text, "not a name")
+    bound = _plan(rows, "select * from " + ".".join(quote(p) for p in parts))
+    if bound.get("error_type") == "binder" and "Ambiguous reference" in bound.get(
+            "error_message", ""):
+        return Target(text, "ambiguous", detail=bound["error_message"].split("\n")[0])
+    table = _direct_table(bound)
+    if table is not None:
+        database, schema, identifier = table
+        if database == "temp":
+            return Target(text, "temporary table", database, schema, identifier)
+        return _writable(rows, Target(text, "table", database, schema, identifier))
+    view = _bound_view(rows, text, parts, bound)
+    if view is not None:
+        return view
+    return _new_table(rows, text, parts)
+
+
+def reads_table(connection: Any, name: str, relation: Relation, read=None) -> bool:
+    """Whether DuckDB reads `name` (the text a door was given) as the table `relation` itself,
+    now: after a door created it, in the door's transaction. `read(sql, params)` runs a query
+    (the door's runner) when given."""
+    rows = _reader(connection, read)
+    parts = _parse(rows, str(name).strip())
+    if parts is None:
+        return False
+    bound = _plan(rows, "select * from " + ".".join(quote(p) for p in parts))
+    return _direct_table(bound) == (relation.database, relation.schema, relation.identifier)
+
+
+def _reader(connection: Any, read=None):
+    """read(sql, params) -> rows: `read`, or each query's rows from a result of its own (never
+    the connection's current result, which another call of execute() replaces)."""
+    if read is not None:
+        return read
+    return lambda sql, params=None: connection.sql(sql, params=params).fetchall()
+
+
+def _parse(rows, text: str) -> list[str] | None:
+    """The parts of `text` when DuckDB's parser reads it as one table name and nothing else,
+    else None. DuckDB parses `select * from <text>`; the text is one name exactly when that
+    statement serializes as the one whose name is written with each part quoted (no alias,
+    clause, join, subquery, function, comment or second statement), and holds no string literal
+    ('x' is read as a table too)."""
+    if not text or not _name_tokens(text):
+        return None
+    parsed = _serialized(rows, "select * from " + text)
+    statements = parsed.get("statements") or []
+    if parsed.get("error") or len(statements) != 1:
+        return None
+    ref = statements[0].get("node", {}).get("from_table", {})
+    path = (ref.get("qualified_name") or {}).get("path") or []
+    if ref.get("type") != "BASE_TABLE" or not 1 <= len(path) <= 3 or not all(path):
+        return None
+    canonical = _serialized(rows, "select * from " + ".".join(quote(p) for p in path))
+    return path if _located_out(parsed) == _located_out(canonical) else None
+
+
+def _name_tokens(text: str) -> bool:
+    """Whether DuckDB's tokenizer finds only what a table name is made of in `text`: identifiers,
+    keywords (DuckDB reads many as names: data, name, type) and '.' between them."""
+    raw = text.encode()
+    tokens = duckdb.tokenize(text)  # (byte offset, kind)
+    for i, (start, kind) in enumerate(tokens):
+        if kind in (duckdb.token_type.identifier, duckdb.token_type.keyword):
+            continue
+        end = tokens[i + 1][0] if i + 1 < len(tokens) else len(raw)
+        if kind != duckdb.token_type.operator or raw[start:end].strip() != b".":
+            return False
+    return True
+
+
+def _serialized(rows, sql: str) -> dict:
+    return json.loads(rows("select json_serialize_sql(?)", [sql])[0][0])
+
+
+def _plan(rows, sql: str) -> dict:
+    """DuckDB's bound (not optimized) plan of `sql`, or its error, as JSON."""
+    return json.loads(rows("select json_serialize_plan(?)", [sql])[0][0])
+
+
+def _located_out(value: Any) -> Any:
+    """`value` without the fields that say where in the text a node was."""
+    if isinstance(value, dict):
+        return {k: _located_out(v) for k, v in value.items() if not k.startswith("query_location")}
+    if isinstance(value, list):
+        return [_located_out(v) for v in value]
+    return value
+
+
+def _direct_table(bound: dict) -> tuple[str, str, str] | None:
+    """(database, schema, table) when the plan of `select * from <name>` is a projection of a
+    scan of one table: the name reads that table. A view reads as a projection of its query."""
+    plans = bound.get("plans") or []
+    if bound.get("error") or len(plans) != 1 or plans[0].get("type") != "LOGICAL_PROJECTION":
+        return None
+    children = plans[0].get("children") or []
+    if len(children) != 1 or children[0].get("type") != "LOGICAL_GET":
+        return None
+    scan = children[0]
+    data = scan.get("function_data") or {}
+    if (scan.get("qname") or {}).get("path") != ["seq_scan"] or not data.get("table"):
+        return None
+    return data["catalog"], data["schema"], data["table"]
+
+
+def _bound_view(rows, text: str, parts: list[str], bound: dict) -> Target | None:
+    """The view the name reads, when it reads one that is not DuckDB's own: of the views of that
+    name (within the parts given), the one whose plan (or error) is the name's. A view of
+    DuckDB's system catalog (duckdb_tables, pg_tables, ...) is not in the way: a table created
+    under that name comes before it in the search path."""
+    where, params = ["lower(view_name) = lower(?)"], [parts[-1]]
+    if len(parts) == 2:
+        where.append("(lower(schema_name) = lower(?) or lower(database_name) = lower(?))")
+        params += [parts[0], parts[0]]
+    elif len(parts) == 3:
+        where.append("lower(database_name) = lower(?) and lower(schema_name) = lower(?)")
+        params += parts[:2]
+    views = rows("select database_name, schema_name, view_name, internal from duckdb_views()"
+                 " where " + " and ".join(where) + " order by database_name <> 'temp', internal",
+                 params)
+    mine = _located_out(bound)
+    for database, schema, view, internal in views:
+        if _located_out(_plan(rows, "select * from " + ".".join(
+                map(quote, (database, schema, view))))) == mine:
+            if internal:
+                return None
+            kind = "temporary view" if database == "temp" else "view"
+            return Target(text, kind, database, schema, view)
+    return None
+
+
+def _new_table(rows, text: str, parts: list[str]) -> Target:
+    """Nothing of that name: where CREATE TABLE <name> would create it, and whether it can."""
+    current = rows("select current_database(), current_schema()")[0]
+    if len(parts) == 3:
+        database, schema = parts[0], parts[1]
+    elif len(parts) == 2:
+        attached = rows("select database_name from duckdb_databases()"
+                         " where lower(database_name) = lower(?)", [parts[0]])
+        schemas = rows("select schema_name from duckdb_schemas()"
+                        " where lower(database_name) = lower(?) and lower(schema_name) = lower(?)",
+                        [current[0], parts[0]])
+        if attached and not schemas:
+            database = attached[0][0]
+            schema = current[1] if database.lower() == current[0].lower() else "main"
+        else:
+            database, schema = current[0], parts[0]
+    else:
+        database, schema = current
+    found = rows("select database_name from duckdb_databases()"
+                  " where lower(database_name) = lower(?)", [database])
+    if not found:
+        return Target(text, "missing database", database, schema, parts[-1])
+    database = found[0][0]
+    if database == "temp":
+        return Target(text, "temporary table", database, schema, parts[-1])
+    spelled = rows("select schema_name from duckdb_schemas()"
+                    " where database_name = ? and lower(schema_name) = lower(?)",
+                    [database, schema])
+    if not spelled:
+        return Target(text, "missing schema", database, schema, parts[-1])
+    return _writable(rows, Target(text, "nothing", database, spelled[0][0], parts[-1]))
+
+
+def _writable(rows, target: Target) -> Target:
+    """`target`, or a read-only database when its database cannot be written."""
+    rows = rows("select readonly or internal from duckdb_databases()"
+                 " where database_name = ?", [target.database])
+    if rows and rows[0][0]:
+        return Target(target.name, "read-only database", target.database, target.schema,
+                      target.identifier)
+    return target
