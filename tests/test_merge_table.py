@@ -585,3 +585,33 @@ def test_merges_while_another_thread_uses_the_connection(con, other_writes):
     logged = {r[0] for r in con.execute("select i from analytics.log").fetchall()}
     assert set(committed) <= logged
     assert _state(con)["temporary"] == [] and not _state(con)["open_transaction"], outcomes
+
+
+def test_full_refresh_from_a_query_over_the_target(con, tmp_path):
+    """full_refresh=True whose source reads the target itself: the new table is built from the
+    rows the source read, before the old one is dropped (before: DuckDB's raw 'Table with name t
+    does not exist!'); the same for a dbt model selecting from {{ this }} with --full-refresh."""
+    result = merge_table(con, "select id, upper(name) as name, updated_at from analytics.t "
+                         "where id < 3", "analytics.t", key_columns="id", full_refresh=True)
+    assert (result.inserted, result.total) == (2, 2)
+    assert _rows(con) == [(1, "A", 1), (2, "B", 1)]
+    assert con.execute("select table_name from duckdb_tables() order by 1").fetchall() == [
+        ("t",)]
+
+    from dbt_helpers import run_dbt
+    from reliability.harness import PROFILES_DIR, make_project, model_sql
+    from reliability.scenario import Db
+
+    db = Db("duckdb")
+    try:
+        db.sql("create schema if not exists door_refresh")
+        db.sql("create or replace table door_refresh.self_read as "
+               "select * from (values (1, 'a'), (2, 'b'), (3, 'c')) as v(id, name)")
+        sql = model_sql({"schema": "door_refresh", "alias": "self_read", "unique_key": "id"},
+                        "select id, upper(name) as name from {{ this }} where id < 3")
+        root = make_project(tmp_path / "self_read", "self_read", {"self_read": sql})
+        run = run_dbt(["run", "--full-refresh"], root, "duckdb", PROFILES_DIR)
+        assert run.stats("self_read")["total"] == 2, run.error("self_read")
+        assert db.sql("select * from door_refresh.self_read order by id") == [(1, "A"), (2, "B")]
+    finally:
+        db.close()

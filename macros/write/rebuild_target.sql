@@ -3,12 +3,20 @@
   {{ return(adapter.dispatch('rebuild_target', 'dbt_merge')(plan, existing)) }}
 {% endmacro %}
 
-{# DuckDB: drop and create inside the model's transaction, so a failure keeps the old table. #}
+{# DuckDB: inside the model's transaction, so a failure keeps the old table. A full refresh builds
+   the new table under a work name first, then drops the old one and gives the new one its name:
+   the SELECT may read the table it replaces (a full refresh from a query over the target), and
+   it is read before anything is dropped. #}
 {% macro default__rebuild_target(plan, existing) %}
-  {% if existing is not none %}
-    {% do adapter.drop_relation(existing) %}
+  {% if existing is none %}
+    {% do dbt_merge.run_statement(create_table_as(false, plan.target, dbt_merge.rebuild_rows_sql(plan))) %}
+    {{ return(none) }}
   {% endif %}
-  {% do dbt_merge.run_statement(create_table_as(false, plan.target, dbt_merge.rebuild_rows_sql(plan))) %}
+  {% set built = plan.target.incorporate(path={'identifier': plan.target.identifier ~ '__dbt_merge_new_'
+                                                            ~ local_md5(invocation_id)[:10]}) %}
+  {% do dbt_merge.run_statement(create_table_as(false, built, dbt_merge.rebuild_rows_sql(plan))) %}
+  {% do adapter.drop_relation(existing) %}
+  {% do dbt_merge.run_statement('alter table ' ~ built ~ ' rename to ' ~ dbt_merge.quote_identifier(plan.target.identifier)) %}
 {% endmacro %}
 
 {# Spark: Iceberg and Delta replace a table atomically (`create or replace table ... as`), so the
