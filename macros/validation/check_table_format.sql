@@ -72,6 +72,18 @@
         ~ merge_formats | join(', ') ~ "). Use on_schema_change='append_new_columns', or --full-refresh. "
         ~ "The target was not changed.") }}
   {% endif %}
+  {% if storage.provider == 'iceberg' and (storage.format_version or 0) >= 3 and not storage.merge_on_read
+        and not dbt_merge._iceberg_extensions() %}
+    {#- Spark 3.5 + Iceberg 1.10: a copy-on-write MERGE into a v3 table must carry its rows'
+        lineage, which only Iceberg's SQL extensions plan; without them every such write fails
+        in its tasks ('Structs do not match') -#}
+    {{ dbt_merge.raise_merge_error("the table " ~ existing ~ " is an Iceberg table of format version "
+        ~ storage.format_version ~ " written copy-on-write, and Spark can MERGE into it only with Iceberg's SQL "
+        ~ "extensions in the session (without them the write fails in Spark's tasks). Add "
+        ~ "spark.sql.extensions=org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions to the "
+        ~ "session (the profile's server_side_parameters), or make the table merge-on-read "
+        ~ "(tblproperties write.merge.mode=merge-on-read). The target was not changed.") }}
+  {% endif %}
   {% if storage.write == 'overwrite' %}
     {#- the partition rewrite knows insert, update, delete and unchanged rows only -#}
     {% for option, value in [('merge_update_condition', cfg.update_condition), ('delete_condition', cfg.delete_condition),
