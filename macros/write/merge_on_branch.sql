@@ -73,9 +73,11 @@
 {#- Branches can be made and published: by the Python door (its own Iceberg calls,
     dbt_merge_branches) or in SQL, which needs Iceberg's SQL extensions in the session. -#}
 {% macro _branches_available() %}
-  {% if dbt_merge_branches is defined %}
-    {{ return(true) }}
-  {% endif %}
+  {{ return(dbt_merge_branches is defined or dbt_merge._iceberg_extensions()) }}
+{% endmacro %}
+
+{#- Whether the session runs Iceberg's SQL extensions (a static setting of the session). -#}
+{% macro _iceberg_extensions() %}
   {% set value = dbt_merge.run_sql('set spark.sql.extensions', 'dbt_merge_conf').rows[0][1] | string %}
   {{ return('IcebergSparkSessionExtensions' in value) }}
 {% endmacro %}
@@ -113,6 +115,14 @@
   {% set source_rows = plan.source_rows | int %}
   {% set inserted, updated, deleted = written.inserted, written.updated, written.deleted %}
   {% set matched = source_rows - inserted %}
+  {% if inserted < 0 or updated < 0 or deleted < 0 or matched - updated < 0 or written.total < 0 %}
+    {#- counts no merge of these rows could have: never reported; the passes count instead -#}
+    {% do log('dbt_merge ' ~ model.name ~ ': the commit of ' ~ plan.target ~ ' did not give counts this merge can '
+        ~ 'have (' ~ written ~ ' for ' ~ source_rows ~ ' rows of the SELECT); counting it by its passes instead.',
+        info=true) %}
+    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+    {{ return(none) }}
+  {% endif %}
   {% set counts = {'inserted': inserted, 'updated': updated, 'deleted': deleted,
                    'unchanged': matched - updated, 'total': written.total, 'held_back': 0,
                    'condition_deletes': 0, 'matched_rows': matched, 'matched_keys': matched,

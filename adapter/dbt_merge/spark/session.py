@@ -131,6 +131,7 @@ class SparkRunner:
         self.work_tables: list[str] = []
         self.settings: list[str] = []
         self.source: tuple[str, Any] | None = None  # (view name, the pinned DataFrame)
+        self.branches: list[tuple[Relation, str]] = []  # Iceberg branches this call made
 
     def register_source(self, df, name: str) -> str:
         """The DataFrame as the flow's source, read once: a temporary view `name` of a local
@@ -279,11 +280,14 @@ class SparkRunner:
         snapshots = table.manageSnapshots()
         if action == "create":
             snapshots.createBranch(name, int(snapshot)).commit()
+            self.branches.append((relation, name))
         elif action == "fast_forward":
             snapshots.fastForwardBranch("main", name).commit()
         elif action == "drop":
             if table.refs().containsKey(name):
                 snapshots.removeBranch(name).commit()
+            if (relation, name) in self.branches:
+                self.branches.remove((relation, name))
         else:
             raise ValueError(f"no branch action {action!r}")
         self.spark.sql(f"refresh table {relation}")
@@ -297,6 +301,8 @@ class SparkRunner:
         failure: the next merge into the table finishes that write from it."""
         try:
             self._release_source()
+            for relation, branch in self.branches:  # left by a statement that failed in Spark
+                self.branch(relation, "drop", branch)
             for name in reversed(self.cached):
                 self.spark.sql(f"uncache table if exists {name}")
             for name in reversed(self.views):
