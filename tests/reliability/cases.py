@@ -126,6 +126,9 @@ INTERNAL_NAMES = [
     "dbt_merge_written", "dbt_merge_describe", "dbt_merge_parquet_", "dbt_merge_leftovers",
     "dbt_merge_match", "dbt_merge_m", "dbt_merge_m1", "dbt_merge_rebuild",
 ]  # fmt: skip
+#: Names of macros/ that never name a column or alias in the SQL, so the cases need not use
+#: them: a statement's name, a variable of the Python door's context, a suffix of a table name.
+NOT_COLUMN_NAMES = {"dbt_merge_branch", "dbt_merge_branches", "dbt_merge_new_"}
 RESERVED_NAMES = [
     "select", "from", "where", "order", "group", "by", "key", "value", "table", "end", "case",
     "when", "null", "limit", "using", "on", "merge", "matched", "set", "values", "join", "as",

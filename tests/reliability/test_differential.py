@@ -16,8 +16,11 @@ The Spark cases are a subset of the DuckDB ones (those without DuckDB-only types
 8th of them also runs over thrift (a Thrift server in front of a standalone cluster). About half
 of the Spark cases' targets are merge-on-read Iceberg tables (merge_on_read: created with the
 table properties, which the model's tblproperties also give the tables dbt builds), the others
-copy-on-write; the reference is the same for both. Their full_merge cases are written a third
-each by MERGE INTO, by INSERT OVERWRITE (full_merge_write) and as full_merge_write='auto' picks.
+copy-on-write, and in-process about a third of each are of Iceberg's format version 3; the
+reference is the same for all. Merges into merge-on-read and v3 tables write once into a branch
+and are counted from their commit (merge_on_branch) where the session allows it. Their
+full_merge cases are written a third each by MERGE INTO, by INSERT OVERWRITE (full_merge_write)
+and as full_merge_write='auto' picks.
 
 Volume: the hypothesis settings profile in DBT_MERGE_PROFILE picks it. `ci` (the default,
 `make test`): ~1,000 cases on DuckDB and ~130 on Spark, the same on every run.
@@ -47,6 +50,7 @@ from .cases import (
     ERROR_EXCERPTS,
     INTERNAL_NAMES,
     MODES,
+    NOT_COLUMN_NAMES,
     PROFILE,
     SEED,
     STRATEGY_NAMES,
@@ -87,6 +91,24 @@ def merge_on_read(case: Case) -> bool:
     """On Spark: is the case's target a merge-on-read table? About half are, by table name (the
     two cases sharing a name alike), the same on every run."""
     return zlib.crc32(case.table.encode()) % 2 == 0
+
+
+def format_v3(case: Case) -> bool:
+    """On Spark in-process (whose session has Iceberg's SQL extensions, which a copy-on-write
+    MERGE into a v3 table needs): is the case's target an Iceberg table of format version 3 (row
+    lineage, deletion vectors)? About a third of each kind are, by table name."""
+    return zlib.crc32(case.table.encode()) // 2 % 3 == 0
+
+
+def table_properties(case: Case, engine) -> dict | None:
+    """The Iceberg table properties of the case's target on `engine` (none on DuckDB): merge-on-read
+    for about half, format version 3 for about a third of those in-process."""
+    if engine.dialect != "spark":
+        return None
+    properties = dict(MERGE_ON_READ) if merge_on_read(case) else {}
+    if format_v3(case) and engine.name == "spark":
+        properties["format-version"] = "3"
+    return properties or None
 
 
 def full_merge_write(case: Case) -> str | None:
@@ -279,15 +301,14 @@ def write_cases(engine, cases: list[Case]) -> tuple[dict, None, dict]:
         source_schema, identifier = engine.source_location(src, f"s_{case.id}")
         tables.append({"name": f"s_{case.id}", "identifier": identifier})
         schema = SCHEMA + case.schema_suffix
-        mor = engine.dialect == "spark" and merge_on_read(case)
+        iceberg = table_properties(case, engine)
         if case.target is None:
             engine.drop(schema, case.table)
         else:
-            engine.create(schema, case.table, case.target_columns, case.target,
-                          MERGE_ON_READ if mor else None)
+            engine.create(schema, case.table, case.target_columns, case.target, iceberg)
         cfg = {**case.config(engine.quote), "schema": schema, "alias": case.table}
-        if mor:
-            cfg["tblproperties"] = MERGE_ON_READ
+        if iceberg:
+            cfg["tblproperties"] = iceberg
         if engine.dialect == "spark" and full_merge_write(case):
             cfg["full_merge_write"] = full_merge_write(case)
         select = case.select(
@@ -531,7 +552,8 @@ def test_case_mix():
     at_least(150, "names:internal", "names:reserved", "names:odd")
     at_least(80, "names:internal_case_variant")
     used = {n.lower() for c in cases for n in c.key + c.names}
-    missing = {n for n in scan_internal_names(ROOT / "macros") if n.lower() not in used}
+    missing = {n for n in scan_internal_names(ROOT / "macros") - NOT_COLUMN_NAMES
+               if n.lower() not in used}
     assert not missing, f"internal names of macros/ the cases never use: {missing}"
     assert {n.lower() for n in INTERNAL_NAMES} <= used
     assert sum(any(n in INTERNAL_NAMES for n in c.key) for c in cases) >= 100  # as keys
@@ -565,6 +587,9 @@ def test_case_mix():
             n = sum(c.strategy == strategy and merge_on_read(c) is mor and c.target is not None
                     for c in spark_cases())
             assert n >= 5 * SCALE, (strategy, "merge-on-read" if mor else "copy-on-write", n)
+        v3 = sum(c.strategy == strategy and format_v3(c) and c.target is not None
+                 for c in spark_cases())
+        assert v3 >= 2 * SCALE, (strategy, "format v3", v3)
     writes = Counter(full_merge_write(c) for c in spark_cases() if c.strategy == "full_merge")
     assert min(writes.values()) >= 8 * SCALE and len(writes) == 3, writes
     assert all(  # twins share a table name, in different schemas

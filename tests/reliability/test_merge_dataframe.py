@@ -22,7 +22,6 @@ import pytest
 from .cases import ERROR_EXCERPTS, Case
 from .harness import SparkEngine, spark_quote
 from .test_differential import (
-    MERGE_ON_READ,
     SCHEMA,
     THRIFT_EVERY,
     Failure,
@@ -37,6 +36,7 @@ from .test_differential import (
     spark_condition_cases,
     spark_dry_run_cases,
     spark_soft_delete_cases,
+    table_properties,
 )
 
 DATAFRAME_EVERY = 8  # of the Spark cases' units, starting half-way between thrift's
@@ -82,8 +82,9 @@ def call(spark, case: Case, mode: str):
     cfg = case.config(spark_quote)
     key = cfg.pop("unique_key")
     strategy = cfg.pop("strategy")
-    if merge_on_read(case):
-        cfg["tblproperties"] = MERGE_ON_READ
+    properties = table_properties(case, SparkEngine)
+    if properties:
+        cfg["tblproperties"] = properties
     if full_merge_write(case):
         cfg["full_merge_write"] = full_merge_write(case)
     view = f"global_temp.{SCHEMA}_src_s_{case.id}"
@@ -145,7 +146,7 @@ def run_cases(spark, cases: tuple[Case, ...]) -> list[Failure]:
             engine.drop(SCHEMA + case.schema_suffix, case.table)
         else:
             engine.create(SCHEMA + case.schema_suffix, case.table, case.target_columns,
-                          case.target, MERGE_ON_READ if merge_on_read(case) else None)
+                          case.target, table_properties(case, engine))
     failures: list[Failure] = []
     state = {c.id: c.initial() for c in cases}
     steps = [("first", None, cases), ("rerun", "run", cases),
