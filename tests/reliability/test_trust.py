@@ -35,7 +35,7 @@ def test_empty_and_sample_never_write_into_a_table(db, tmp_path):
     }
     root = project(db, tmp_path, "empty", models)
     (root / "models" / "upstream.sql").write_text(
-        "{{ config(materialized='view', schema='" + s + "') }}\nselect * from " + s + ".raw\n"
+        "{{ config(materialized='table', schema='" + s + "') }}\nselect * from " + s + ".raw\n"
     )
     snapshot = {t: db.rows(s, t) for t in ("e_up", "e_full")}
 
