@@ -34,8 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from . import data
-from .engines import open_engine, prepare
-from .project import MOR_PROPERTIES, REPO, STRATEGIES, THRIFT_PORT_ENV, DbtProject, write_project
+from .engines import mark_keys_verified, open_engine, prepare
+from .project import REPO, STRATEGIES, TABLE_KINDS, THRIFT_PORT_ENV, DbtProject, write_project
 
 SIZES = {
     "duckdb": [data.Increment(10_000_000, 10_000), data.Increment(10_000_000, 1_000_000)],
@@ -77,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", required=True, help="git revision or package folder")
     parser.add_argument("--engine", choices=["duckdb", "spark", "spark_thrift"], default="duckdb")
     parser.add_argument("--mor", action="store_true", help="Spark: merge-on-read Iceberg targets")
+    parser.add_argument("--v3", action="store_true", help="Spark: Iceberg targets of format 3")
+    parser.add_argument(
+        "--verified", action="store_true",
+        help="Spark: each restored target marked as the snapshot this package published last "
+        "(dbt_merge.keys-verified), as a table it merged before and nobody else wrote since",
+    )
     parser.add_argument("--strategies", default=",".join(STRATEGIES))
     parser.add_argument("--reps", type=int, help="timed runs per version (7 DuckDB, 4 Spark)")
     parser.add_argument("--quick", action="store_true", help="1/10 of the sizes, 2 runs")
@@ -98,7 +104,8 @@ def _compare(args, cluster=None) -> int:
     engine_name = args.engine
     strategies = args.strategies.split(",")
     reps = args.reps or (2 if args.quick else 7 if engine_name == "duckdb" else 4)
-    props = MOR_PROPERTIES if args.mor else None
+    kind = "_mor" if args.mor else "_v3" if args.v3 else ""
+    props = TABLE_KINDS[kind]
     sizes = SIZES[engine_name]
     if args.data:
         target = 10_000_000 if engine_name == "duckdb" else 2_000_000
@@ -123,20 +130,23 @@ def _compare(args, cluster=None) -> int:
 
         print(
             f"base: {args.base}  head: {REPO} (working tree)  engine: {engine_name}"
-            + ("  merge-on-read targets" if args.mor else "")
+            + {"": "", "_mor": "  merge-on-read targets", "_v3": "  format-v3 targets"}[kind]
+            + ("  (marked verified)" if args.verified else "")
         )
         print("| data | strategy | base s, median (min-max) | head s, median (min-max) | change |")
         print("|---|---|---|---|---|")
         for inc in sizes:
             pristine = prepare(engine, inc)
             for strategy in strategies:
-                model = f"ours_{strategy}" + ("_mor" if args.mor else "")
+                model = f"ours_{strategy}{kind}"
                 times: dict[str, list[float]] = {name: [] for name in versions}
                 messages: dict[str, str] = {}
                 for rep in range(reps + 1):  # rep 0 is the untimed warm-up
                     order = list(versions) if rep % 2 == 0 else list(reversed(versions))
                     for name in order:
                         engine.restore(model, pristine, props)
+                        if args.verified:
+                            mark_keys_verified(engine, model)
                         run = projects[name].run(model)
                         if run.error:
                             raise SystemExit(f"{name} {model}: {run.error}")

@@ -308,6 +308,7 @@ def bench_cluster(ui: bool = False, log=print):
     """Start the benchmark's cluster (master, worker, Thrift server; scripts/spark_cluster.py)
     in BENCH_CLUSTER_DIR with fresh tables, yield (cluster, driver UI port or None), and stop
     exactly the JVMs it started afterwards, also when the benchmark fails or is interrupted.
+    The Thrift server runs Iceberg's SQL extensions, as the benchmark's session does.
 
     JVMs with their own defaults (C2 JIT, G1), as the session benchmark's driver: the test
     cluster's C1-only, serial-GC options start fast but run 3-6x slower. Driver 2 GB, two
@@ -318,6 +319,9 @@ def bench_cluster(ui: bool = False, log=print):
         shutil.rmtree(state / sub, ignore_errors=True)
     ui_port = module.choose_ports({"ui": BENCH_DRIVER_UI_PORT})["ui"] if ui else None
     conf = {
+        # Iceberg's SQL extensions, as the benchmark's session has them (the tests' cluster runs
+        # without, for the other configuration): the write-once path in SQL, v3 tables
+        "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={state}",
         "spark.executor.extraJavaOptions": "",
         "spark.executor.memory": "1g",
@@ -370,3 +374,14 @@ def prepare(engine, inc) -> str:
         engine.create_table(inc.table, data.increment_select(engine.dialect, inc))
     engine.set_source(inc.table)
     return pristine
+
+
+def mark_keys_verified(engine, name: str) -> None:
+    """Mark the restored table `name` as the snapshot the package published last, its keys
+    verified (the table property merge_on_branch reads): a table the package merged before and
+    nobody else wrote since, so a merge into it need not read its keys (the steady state of a
+    pipeline; restoring the pristine snapshot otherwise looks like another writer's commit)."""
+    table = engine.target_ref(name)
+    snapshot = engine.query(f"select snapshot_id from {table}.refs where name = 'main'")[0]
+    engine.execute(f"alter table {table} set tblproperties "
+                   f"('dbt_merge.keys-verified' = '{snapshot}:id')")

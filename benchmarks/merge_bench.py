@@ -19,9 +19,10 @@ executor JVMs' peaks), read as /proc VmHWM after resetting it.
     python -m benchmarks.merge_bench --engine spark_thrift --scale 20 --reps 1
     python -m benchmarks.merge_bench --profile --quick       # see benchmarks/profile.py
 
-Workloads (WORKLOADS below; BENCHMARKS.md describes each): increments, increments_mor, rewrite,
-rewrite_mor, unchanged, duplicates, small, snapshot, snapshot_mor, conditional, cdc, first_load,
-full_refresh, scaling (snapshot_mor, increments_mor and rewrite_mor: Spark only).
+Workloads (WORKLOADS below; BENCHMARKS.md describes each): increments, increments_mor,
+increments_v3, rewrite, rewrite_mor, unchanged, duplicates, small, snapshot, snapshot_mor,
+snapshot_v3, conditional, cdc, first_load, full_refresh, scaling (the _mor, _v3 and rewrite
+workloads: Spark only).
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ from pathlib import Path
 from . import baselines, data, memory, report
 from .project import (
     BUILTINS,
-    MOR_PROPERTIES,
     REPO,
     STRATEGIES,
+    TABLE_KINDS,
     THRIFT_PORT_ENV,
     UPDATING,
     DbtProject,
@@ -63,6 +64,8 @@ WORKLOADS = {
     "merge_check_columns and detect_unchanged=false where they apply",
     "increments_mor": "Spark: upsert and full_merge at the main increment into merge-on-read "
     "Iceberg tables, against the same SQL and dbt-spark's merge on such tables",
+    "increments_v3": "Spark: the increments_mor workload on Iceberg tables of format version 3 "
+    "(copy-on-write)",
     "rewrite": "Spark: full_merge when every row changes (the whole table again, each row "
     "changed): ours by its own choice and forced to MERGE INTO, against INSERT OVERWRITE",
     "rewrite_mor": "Spark: the rewrite workload on merge-on-read Iceberg tables",
@@ -73,6 +76,8 @@ WORKLOADS = {
     "full_merge against dbt-spark's merge and the hand-written MERGE INTO, plain and skipping "
     "unchanged rows)",
     "snapshot_mor": "Spark: the snapshot workload on merge-on-read Iceberg tables",
+    "snapshot_v3": "Spark: the snapshot workload on Iceberg tables of format version 3 "
+    "(copy-on-write)",
     "conditional": "upsert with merge_update_condition, 30% of the matched rows late",
     "cdc": "upsert with delete_condition, an op column with 'D' rows",
     "first_load": "DuckDB: the first run of 5M rows against dbt's table materialization",
@@ -100,7 +105,8 @@ class Step:
     jobs: list[Job]
     empty_start: bool = False  # start from no table (a first load), not the pristine target
     dbt_args: tuple[str, ...] = ()
-    mor: bool = False  # Spark: every target of the step is a merge-on-read Iceberg table
+    kind: str = ""  # Spark: the kind of Iceberg table of every target ('' copy-on-write v2,
+    # '_mor' merge-on-read, '_v3' format 3: project.TABLE_KINDS)
 
 
 @dataclass
@@ -131,6 +137,9 @@ class Result:
 
 
 ALL_FORMULATIONS = False
+#: --first-runs: Spark merge-on-read and v3 targets as a table another writer committed to last
+#: (the write-once path reads its keys), not as one this package merged last
+FIRST_RUNS = False
 #: --strategies: measure only these effects; None = everything.
 ONLY: list[str] | None = None
 PACKAGE = REPO
@@ -181,29 +190,29 @@ def plan(engine: str, scale: int) -> list[Step]:
         ]
         snapshot = data.Increment(big, big, shape="snapshot")
 
-        def snapshot_jobs(mor: str) -> list[Job]:
-            # issue 22's load: a full_merge of it deletes the 0.1% gone, under the guard
+        def snapshot_jobs(kind: str) -> list[Job]:
+            # the snapshot load: a full_merge of it deletes the 0.1% gone, under the guard
             return [
-                Job("upsert", "ours", f"ours_upsert{mor}"),
-                Job("full_merge", "ours", f"ours_full_merge_guarded{mor}"),
+                Job("upsert", "ours", f"ours_upsert{kind}"),
+                Job("full_merge", "ours", f"ours_full_merge_guarded{kind}"),
                 *sql_jobs(engine, "upsert", ["MERGE INTO", "MERGE INTO(skip unchanged)"]),
                 *sql_jobs(engine, "full_merge", ["MERGE INTO"]),
-                Job("upsert", "dbt", f"dbt_merge{mor}"),
+                Job("upsert", "dbt", f"dbt_merge{kind}"),
+            ]
+
+        def increment_jobs(kind: str) -> list[Job]:
+            return [
+                Job("upsert", "ours", f"ours_upsert{kind}"),
+                *sql_jobs(engine, "upsert"),
+                Job("full_merge", "ours", f"ours_full_merge{kind}"),
+                *sql_jobs(engine, "full_merge", ["INSERT OVERWRITE"]),
+                Job("upsert", "dbt", f"dbt_merge{kind}"),
             ]
 
         return [
             Step("increments", data.Increment(big, inc), jobs_for(engine, all5, options=True)),
-            Step(
-                "increments_mor",
-                data.Increment(big, inc),
-                [
-                    Job("upsert", "ours", "ours_upsert_mor"),
-                    *sql_jobs(engine, "upsert"),
-                    *mor_full_merge,
-                    Job("upsert", "dbt", "dbt_merge_mor"),
-                ],
-                mor=True,
-            ),
+            Step("increments_mor", data.Increment(big, inc), increment_jobs("_mor"), kind="_mor"),
+            Step("increments_v3", data.Increment(big, inc), increment_jobs("_v3"), kind="_v3"),
             Step(
                 "rewrite",
                 everything,
@@ -219,10 +228,11 @@ def plan(engine: str, scale: int) -> list[Step]:
                 "rewrite_mor",
                 everything,
                 [*mor_full_merge, Job("full_merge", "dbt", "dbt_merge_mor")],
-                mor=True,
+                kind="_mor",
             ),
             Step("snapshot", snapshot, snapshot_jobs("")),
-            Step("snapshot_mor", snapshot, snapshot_jobs("_mor"), mor=True),
+            Step("snapshot_mor", snapshot, snapshot_jobs("_mor"), kind="_mor"),
+            Step("snapshot_v3", snapshot, snapshot_jobs("_v3"), kind="_v3"),
             Step(
                 "duplicates",
                 data.Increment(big, inc, duplicates=0.05),
@@ -417,11 +427,17 @@ def run_one(
 ) -> None:
     """Restore the starting table, run the job, record its time, memory and (first time) the
     fingerprint of the table it leaves. A failing job becomes an error row, never a crash."""
-    table = SQL_TARGET + ("_mor" if step.mor else "") if job.kind == "sql" else job.method
+    from .engines import mark_keys_verified
+
+    table = SQL_TARGET + step.kind if job.kind == "sql" else job.method
     if step.empty_start:
         engine.restore_empty(table)
     else:
-        engine.restore(table, pristine, MOR_PROPERTIES if step.mor else None)
+        engine.restore(table, pristine, TABLE_KINDS[step.kind])
+        if job.kind == "ours" and step.kind and not FIRST_RUNS:
+            # a table this package merged before and nobody else wrote since (a pipeline's
+            # steady state): the write-once path need not read its keys (merge_on_branch)
+            mark_keys_verified(engine, table)
     pid, executors = engine.memory_pid(), engine.executor_pids()
     memory.reset_peak([pid, *executors])
     res.start_mb.append(round(memory.rss_mb(pid), 1))
@@ -526,6 +542,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary databases")
     parser.add_argument(
+        "--first-runs", action="store_true",
+        help="Spark: merge-on-read and v3 targets not marked as merged by the package last "
+        "(every run of ours reads the table's keys, as after another writer's commit)",
+    )
+    parser.add_argument(
         "--all-formulations",
         action="store_true",
         help="run every hand-written formulation, not only the fastest one seen so far",
@@ -565,8 +586,9 @@ def main(argv: list[str] | None = None) -> int:
         # --engine spark or spark_thrift: the Spark profile; otherwise DuckDB's
         engine = args.engine if args.engine in ("spark", "spark_thrift") else "duckdb"
         return profile.main(scale, args.out, args.reps or 3, engine=engine)
-    global ALL_FORMULATIONS, ONLY, PACKAGE
+    global ALL_FORMULATIONS, ONLY, PACKAGE, FIRST_RUNS
     ALL_FORMULATIONS = args.all_formulations
+    FIRST_RUNS = args.first_runs
     ONLY = args.strategies.split(",") if args.strategies else None
     workloads = args.workloads.split(",") if args.workloads else None
     if ONLY and not workloads:
@@ -601,6 +623,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             cmd += (["--quick"] if args.quick else []) + (["--keep"] if args.keep else [])
             cmd += ["--all-formulations"] if args.all_formulations else []
+            cmd += ["--first-runs"] if args.first_runs else []
             cmd += ["--strategies", args.strategies] if args.strategies else []
             cmd += ["--workloads", args.workloads] if args.workloads else []
             cmd += ["--scale", str(args.scale)] if args.scale else []

@@ -31,6 +31,11 @@ MOR_PROPERTIES = {
     "write.update.mode": "merge-on-read",
     "write.delete.mode": "merge-on-read",
 }
+#: Iceberg format version 3 (row lineage, deletion vectors), copy-on-write.
+V3_PROPERTIES = {"format-version": "3"}
+#: Spark model-name suffix -> the Iceberg table properties of its target ('' none).
+TABLE_KINDS = {"": None, "_mor": MOR_PROPERTIES, "_v3": V3_PROPERTIES}
+ICEBERG_EXTENSIONS = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 NON_KEY = [c for c in COLUMNS if c != KEY]
 NEWER = "DBT_INTERNAL_SOURCE.updated_at > DBT_INTERNAL_DEST.updated_at"
 DELETE_OP = "DBT_INTERNAL_SOURCE.op = 'D'"
@@ -55,6 +60,8 @@ SPARK_CONF = {
     "spark.jars": "{{ env_var('ICEBERG_JAR') }}",
     "spark.sql.catalog.spark_catalog": "org.apache.iceberg.spark.SparkSessionCatalog",
     "spark.sql.catalog.spark_catalog.type": "hive",
+    # as the tests' and the example's profiles: v3 copy-on-write MERGE and the write-once path
+    "spark.sql.extensions": ICEBERG_EXTENSIONS,
     "spark.hadoop.iceberg.engine.hive.lock-enabled": "false",
     "spark.sql.legacy.useV1Command": "true",
     "spark.hadoop.javax.jdo.option.ConnectionURL": (
@@ -179,9 +186,11 @@ def models(engine: str) -> dict[str, dict]:
     if family(engine) == "spark":
         # full_merge as one MERGE INTO whatever the counts, and models of merge-on-read tables
         out["ours_full_merge_merge"] = out["ours_full_merge"] | {"full_merge_write": "merge"}
-        # every strategy's model on merge-on-read tables (benchmarks.compare --mor)
+        # every strategy's model on merge-on-read and v3 tables (benchmarks.compare --mor/--v3)
         for model in [f"ours_{s}" for s in STRATEGIES] + ["ours_full_merge_guarded", "dbt_merge"]:
-            out[f"{model}_mor"] = out[model] | {"tblproperties": MOR_PROPERTIES}
+            for suffix, properties in TABLE_KINDS.items():
+                if properties:
+                    out[f"{model}{suffix}"] = out[model] | {"tblproperties": properties}
     if engine == "duckdb":
         merge = out["dbt_merge"]
         out["dbt_merge_if_newer"] = merge | {"merge_update_condition": NEWER}
