@@ -383,5 +383,6 @@ def mark_keys_verified(engine, name: str) -> None:
     pipeline; restoring the pristine snapshot otherwise looks like another writer's commit)."""
     table = engine.target_ref(name)
     snapshot = engine.query(f"select snapshot_id from {table}.refs where name = 'main'")[0]
+    rows = engine.query(f"select count(*) from {table}")[0]
     engine.execute(f"alter table {table} set tblproperties "
-                   f"('dbt_merge.keys-verified' = '{snapshot}:id')")
+                   f"('dbt_merge.keys-verified' = '{snapshot}:id:{rows}')")

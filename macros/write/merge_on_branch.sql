@@ -13,7 +13,7 @@
     merge-on-read, format 2 (upsert, insert): the commit's new position deletes are the updated
       rows (added-position-deletes less removed-position-deletes: a file-scoped delete file is
       rewritten with the positions it held), inserted = added-records - updated; the total is the
-      branch's row count. Deletes (full_merge) would be position deletes too, and cannot be told
+      rows before (below) plus inserted. Deletes (full_merge) would be position deletes too, and cannot be told
       from updates: such merges keep the passes.
     format 3 (copy-on-write and merge-on-read): the data files the commit added carry row
       lineage: a new row has no _row_id (its null count is the inserted rows), a written row no
@@ -22,11 +22,11 @@
       vectors go with their data file), so deleted = live before + inserted - live after.
     An append (only new rows) carries no lineage columns: every added row is inserted.
     unchanged = the source's rows (the check's count) - inserted - updated (insert: - inserted).
-  A target key held twice cannot be seen in a commit: the run reads the table's keys once
-  (every key present and held once), and records the snapshot it verified in the table property
-  dbt_merge.keys-verified, with the key columns. A later run whose table is still at the
-  snapshot this package published (nobody else committed since) skips that read; any other
-  writer's commit, or a table never verified, reads the keys again. A table holding a key twice
+  A target key held twice cannot be seen in a commit: the run reads the table's keys (every key
+  present and held once, and the live rows), and records the snapshot it published in the table
+  property dbt_merge.keys-verified, with the key columns and its rows ('<snapshot>:<keys>:<rows>').
+  A later run whose table is still at that snapshot (nobody else committed since) skips that
+  read; any other writer's commit, or a table never verified, reads the keys again. A table holding a key twice
   or a NULL key takes the passes (count_changes), which refuse exactly the keys of the SELECT.
   Returns the statistics, or none (nothing written, no branch left) when the merge must take
   the passes instead.
@@ -89,11 +89,13 @@
   {% if pinned is none %}
     {{ return(none) }}
   {% endif %}
-  {% set keys_mark = pinned ~ ':' ~ plan.key_columns | map('lower') | join(',') %}
-  {% if not dbt_merge._keys_verified(plan, keys_mark) %}
+  {% set keys = plan.key_columns | map('lower') | join(',') %}
+  {% set verified = dbt_merge._verified_rows(plan, pinned, keys) %}
+  {% if verified.rows is none %}
     {{ return(none) }}
   {% endif %}
   {% set before = dbt_merge._snapshot_numbers(plan.target, pinned) %}
+  {% do before.update({'rows': verified.rows}) %}
   {% if kind == 'v3' and before.live is none %}
     {#- equality deletes (another engine's): the live rows are known only to a scan -#}
     {{ return(none) }}
@@ -106,7 +108,7 @@
   {% do dbt_merge.run_statement(dbt_merge._merge_on_branch_sql(on_branch), 'dbt_merge_merge') %}
   {% set head = dbt_merge.run_sql('select snapshot_id from ' ~ plan.target ~ ".refs where name = '" ~ branch ~ "'",
                                   'dbt_merge_describe').rows[0][0] | string %}
-  {% set written = dbt_merge._commit_written(plan, on_branch.target, kind, head, pinned, before) %}
+  {% set written = dbt_merge._commit_written(plan, kind, head, pinned, before) %}
   {% if written is none %}
     {#- a commit without the row-lineage counts (column metrics off): the passes instead -#}
     {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
@@ -131,6 +133,7 @@
     {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
     {% do dbt_merge.check_merge_counts(plan, counts) %}
   {% endif %}
+  {% set mark = pinned ~ ':' ~ keys ~ ':' ~ written.total %}
   {% if inserted + updated + deleted == 0 %}
     {#- nothing changed: main keeps its snapshot (no empty commit) -#}
     {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
@@ -142,9 +145,14 @@
     {% endif %}
     {% do dbt_merge._iceberg_branch(plan.target, 'fast_forward', branch) %}
     {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
-    {% set keys_mark = head ~ ':' ~ plan.key_columns | map('lower') | join(',') %}
+    {% set mark = head ~ ':' ~ keys ~ ':' ~ written.total %}
   {% endif %}
-  {% do dbt_merge._mark_keys_verified(plan, keys_mark) %}
+  {% if mark != verified.mark %}
+    {#- the snapshot main is at, its keys verified, and its rows: a later run into it reads
+        neither (one metadata commit of a table property, no snapshot) -#}
+    {% do dbt_merge.run_statement('alter table ' ~ plan.target ~ " set tblproperties ('dbt_merge.keys-verified' = "
+        ~ dbt_merge._sql_string(mark) ~ ")", 'dbt_merge_describe') %}
+  {% endif %}
   {{ return({'inserted': inserted, 'updated': updated, 'deleted': deleted,
              'unchanged': counts.unchanged, 'total': written.total}) }}
 {% endmacro %}
@@ -174,17 +182,18 @@
 
 {#- {inserted, updated, deleted, total} of the branch's commit `head` (or all 0 and the live rows
     when it is still the pinned snapshot: nothing was written), or none when the commit does not
-    carry what counting it needs. `before`: _snapshot_numbers of the pinned snapshot. -#}
-{% macro _commit_written(plan, branch_relation, kind, head, pinned, before) %}
+    carry what counting it needs. `before`: _snapshot_numbers of the pinned snapshot, with its
+    live rows as the keys' read (or the package's record) found them (`rows`). -#}
+{% macro _commit_written(plan, kind, head, pinned, before) %}
   {% if head == pinned %}
-    {% set total = before.live if kind == 'v3' else dbt_merge.count_rows(branch_relation) %}
-    {{ return({'inserted': 0, 'updated': 0, 'deleted': 0, 'total': total | int}) }}
+    {{ return({'inserted': 0, 'updated': 0, 'deleted': 0, 'total': before.rows}) }}
   {% endif %}
   {% set after = dbt_merge._snapshot_numbers(plan.target, head) %}
   {% if kind == 'mor' %}
+    {#- no deletes on this path: the rows before (read or recorded with the keys) plus the new -#}
     {% set updated = after.added_deletes - after.removed_deletes %}
-    {{ return({'inserted': after.added_records - updated, 'updated': updated, 'deleted': 0,
-               'total': dbt_merge.count_rows(branch_relation) | int}) }}
+    {% set inserted = after.added_records - updated %}
+    {{ return({'inserted': inserted, 'updated': updated, 'deleted': 0, 'total': before.rows + inserted}) }}
   {% endif %}
   {% if after.operation == 'append' %}
     {#- only new rows (insert, or nothing matched): Iceberg gives them their row ids at the
@@ -219,14 +228,17 @@
              'removed_deletes': (row[2] or 0) | int, 'live': live, 'operation': row[6]}) }}
 {% endmacro %}
 
-{#- Whether the table at `mark`'s snapshot is known to hold each key at most once and no NULL key:
-    the table property this package set when it published that snapshot, or a read of the
-    table's keys now (which records the mark). -#}
-{% macro _keys_verified(plan, mark) %}
+{#- {rows, mark}: the live rows of the table at `snapshot` when it holds each key (`keys`, lower
+    case, comma-separated) at most once and no NULL key, else rows none; mark: the table
+    property dbt_merge.keys-verified as it is ('<snapshot>:<keys>:<rows>', set by the run that
+    published or verified that snapshot). A property naming this snapshot and these keys is
+    trusted; otherwise the table's keys are read now. -#}
+{% macro _verified_rows(plan, snapshot, keys) %}
   {% set value = dbt_merge.run_sql('show tblproperties ' ~ plan.target ~ " ('dbt_merge.keys-verified')",
                                    'dbt_merge_describe').rows[0][1] | string %}
-  {% if value == mark %}
-    {{ return(true) }}
+  {% set parts = value.split(':') %}
+  {% if parts | length == 3 and parts[0] == snapshot | string and parts[1] == keys and modules.re.match('^[0-9]+$', parts[2]) %}
+    {{ return({'rows': parts[2] | int, 'mark': value}) }}
   {% endif %}
   {% set present = [] %}
   {% for key in plan.key_columns %}
@@ -235,15 +247,7 @@
   {% set row = dbt_merge.run_sql('select count(*), count(case when ' ~ present | join(' and ') ~ ' then 1 end), count(distinct '
       ~ dbt_merge.column_list(plan.key_columns) ~ ') from ' ~ plan.target, 'dbt_merge_check').rows[0] %}
   {% set unique = (row[0] | int) == (row[1] | int) and (row[1] | int) == (row[2] | int) %}
-  {% if unique %}
-    {% do dbt_merge._mark_keys_verified(plan, mark) %}
-  {% endif %}
-  {{ return(unique) }}
-{% endmacro %}
-
-{% macro _mark_keys_verified(plan, mark) %}
-  {% do dbt_merge.run_statement('alter table ' ~ plan.target ~ " set tblproperties ('dbt_merge.keys-verified' = "
-      ~ dbt_merge._sql_string(mark) ~ ")", 'dbt_merge_describe') %}
+  {{ return({'rows': (row[0] | int) if unique else none, 'mark': value}) }}
 {% endmacro %}
 
 {#- Make (at `snapshot`), fast-forward main to, or drop the run's branch `name` of the Iceberg
