@@ -50,15 +50,27 @@
     session caching meanwhile gets one setting or the other, and two such merges may leave it
     false: only the memory a cache takes differs, never what it holds). -#}
 {% macro cache_lazy(relation, name='dbt_merge') %}
-  {% set key = 'spark.sql.inMemoryColumnarStorage.compressed' %}
-  {% set previous = dbt_merge.run_sql('set ' ~ key, 'dbt_merge_conf').rows[0][1] | string %}
-  {% if previous | lower == 'false' %}
-    {% do dbt_merge.run_statement('cache lazy table ' ~ relation, name) %}
-  {% else %}
-    {% do dbt_merge.run_statement('set ' ~ key ~ '=false', 'dbt_merge_conf') %}
-    {% do dbt_merge.run_statement('cache lazy table ' ~ relation, name) %}
-    {% do dbt_merge.run_statement('set ' ~ key ~ '=' ~ previous, 'dbt_merge_conf') %}
-  {% endif %}
+  {% do dbt_merge.run_with_settings('cache lazy table ' ~ relation,
+                                    {'spark.sql.inMemoryColumnarStorage.compressed': 'false'}, name) %}
+{% endmacro %}
+
+{#- Spark: run one statement with session `settings` ({key: value}) and put each key back to the
+    session's value right after it (a key already at its value is not touched). For settings
+    Spark reads when the statement runs, not later; see cache_lazy on another thread's
+    statements meanwhile. -#}
+{% macro run_with_settings(sql, settings, name='dbt_merge') %}
+  {% set previous = {} %}
+  {% for key, value in settings.items() %}
+    {% set now = dbt_merge.run_sql('set ' ~ key, 'dbt_merge_conf').rows[0][1] | string %}
+    {% if now | lower != value | string | lower %}
+      {% do previous.update({key: now}) %}
+      {% do dbt_merge.run_statement('set ' ~ key ~ '=' ~ value, 'dbt_merge_conf') %}
+    {% endif %}
+  {% endfor %}
+  {% do dbt_merge.run_statement(sql, name) %}
+  {% for key, value in previous.items() %}
+    {% do dbt_merge.run_statement('set ' ~ key ~ '=' ~ value, 'dbt_merge_conf') %}
+  {% endfor %}
 {% endmacro %}
 
 {#- Whether the changes relation is worth materializing: it is read by the count and the writes. -#}
@@ -84,13 +96,15 @@
   Spark: a SELECT that Spark calls non-deterministic (rand(), uuid(), monotonically_increasing_id(),
   a non-deterministic UDF, also through an upstream view) cannot be the source of a MERGE INTO a
   copy-on-write table: Spark 3.5 refuses it (INVALID_NON_DETERMINISTIC_EXPRESSIONS), whatever the
-  cache holds. Its rows are written once to an ORC table in the target's schema
+  cache holds. Its rows are written once to a parquet table in the target's schema
   (<model>__dbt_merge_s_<invocation id>, marked as the package's work table, dropped at the end,
   and by the next run if this one fails: finish_interrupted_write), and the stage reads that
-  table: every step reads the rows the checks saw, and the MERGE's source is deterministic. ORC,
-  not parquet: Spark writes any date and timestamp to ORC as it is, where a parquet write of one
-  before 1582 fails unless a session setting says how to rebase it
-  (INCONSISTENT_BEHAVIOR_CROSS_VERSION), and ORC stores intervals. Spark's own flag decides: a join
+  table: every step reads the rows the checks saw, and the MERGE's source is deterministic. The
+  copy is written with the dates and timestamps as they are (Spark's proleptic calendar, the
+  rebase settings CORRECTED for that statement only): a parquet write of a date before 1582 fails
+  otherwise (INCONSISTENT_BEHAVIOR_CROSS_VERSION), and only this package reads the copy. Not
+  ORC, which would take the old dates but reads a column named with a backtick back as NULL
+  (Spark 3.5, seen in the differential suite). Spark's own flag decides: a join
   condition holding the SELECT in a subquery fails analysis exactly when the SELECT is
   non-deterministic, and EXPLAIN returns that failure as text without running anything.
   Otherwise the same EXPLAIN (COST) prints the optimizer's estimate of the staged SELECT (its
@@ -118,8 +132,10 @@
                                  type='table') %}
   {% do log('dbt_merge ' ~ model.name ~ ': the SELECT is non-deterministic; its rows are written once to '
       ~ copy ~ ' and merged from there.') %}
-  {% do dbt_merge.run_statement('create table ' ~ copy ~ ' using orc ' ~ dbt_merge.work_table_properties(this)
-      ~ ' as select * from ' ~ relation, 'dbt_merge_work_table') %}
+  {% do dbt_merge.run_with_settings('create table ' ~ copy ~ ' using parquet ' ~ dbt_merge.work_table_properties(this)
+      ~ ' as select * from ' ~ relation, {'spark.sql.parquet.datetimeRebaseModeInWrite': 'CORRECTED',
+                                          'spark.sql.parquet.int96RebaseModeInWrite': 'CORRECTED'},
+      'dbt_merge_work_table') %}
   {% do dbt_merge.drop_work_relation(relation, materialize) %}
   {% do dbt_merge.create_work_relation(relation, 'select * from ' ~ copy, materialize) %}
   {{ return({'copy': copy, 'bytes': none}) }}

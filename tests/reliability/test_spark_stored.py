@@ -188,3 +188,27 @@ def test_the_staged_select_is_cached_uncompressed_and_the_setting_put_back(db, t
     assert statements[i + 1].endswith(f"{key}=true"), statements[i - 3:i + 2]
     if db.name == "spark":  # the test's session is dbt's; a Thrift connection has its own
         assert [tuple(r) for r in db.sql(f"set {key}")] == [(key, "true")]
+
+
+@pytest.mark.parametrize("db", SPARK_ENGINES, indirect=True)
+def test_a_non_deterministic_select_with_old_dates_and_odd_names(db, tmp_path):
+    """A SELECT with rand() is copied once to a work table and merged from there: a date before
+    1582 is written to it as it is (no INCONSISTENT_BEHAVIOR_CROSS_VERSION from Spark's calendar
+    rebase, no folder left in the warehouse), and a column named with a backtick keeps its values
+    (an ORC copy read it back as NULL); the session's rebase settings are as they were."""
+    s = f"stored_nondet_{db.name}"
+    _table(db, s, "nd", "(id bigint, d date, `back``tick` decimal(18, 3), r double) using iceberg",
+           ["(1, date'2000-01-01', 1.000, -1.0)"])
+    key = "spark.sql.parquet.datetimeRebaseModeInWrite"
+    before = db.sql(f"set {key}")
+    select = ("select cast(id as bigint) as id, date'1400-01-01' as d, "
+              "cast(id / 1000 as decimal(18, 3)) as `back``tick`, rand() as r from range(1, 4)")
+    root = project(db, tmp_path, "nondet", {"nd": ({"schema": s, "unique_key": "id"}, select)})
+    run = dbt(db, root, "run")
+    assert "2 inserted, 1 updated, 0 deleted, 0 unchanged, 3 total" in message(run, "nd"), \
+        message(run, "nd")
+    rows = sorted((r[0], str(r[1]), str(r[2])) for r in db.rows(s, "nd"))
+    assert rows == [(1, "1400-01-01", "0.001"), (2, "1400-01-01", "0.002"),
+                    (3, "1400-01-01", "0.003")]
+    assert [t for t in db.tables(s) if "__dbt_merge" in t] == []
+    assert db.sql(f"set {key}") == before
