@@ -243,6 +243,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = {"inspect": _inspect, "land": _land, "report": _report}[args.command]
     try:
         return command(args)
+    except ModuleNotFoundError as error:
+        # `inspect` and `land` read the dbt project (dbt), `land` writes with PySpark: an
+        # install with the chdb extra alone has neither
+        needed = {"dbt": "dbt", "pyspark": "PySpark"}.get((error.name or "").split(".")[0])
+        if needed is None:
+            raise
+        extra = "spark" if needed == "PySpark" or args.command == "land" else "duckdb"
+        print(f"dbt-merge: error: dbt-merge {args.command} needs {needed}, which is not installed "
+              f"here. Install the extra that brings it beside the one you have: pip install "
+              f"'dbt-merge[{extra}]' (with [chdb] for an embedded ClickHouse).", file=sys.stderr)
+        return 1
     except (FinalNotSupportedError, TableNotFoundError, ValueError, RuntimeError) as error:
         # one line, whatever the error's text (dbt's parse errors span several)
         print(f"dbt-merge: error: {' '.join(str(error).split())}", file=sys.stderr)

@@ -404,3 +404,12 @@ def test_chdb_extra_reads_an_embedded_clickhouse_table(installs, tmp_path):
         "final": True,
         "rows": [{"id": 1, "name": "ann", "ver": 1}, {"id": 2, "name": "bobby", "ver": 2}],
     }
+    # inspect reads a dbt project, which needs dbt: one error line naming the extra
+    done = subprocess.run(["dbt-merge", "inspect", "--dsn", "chdb://" + str(tmp_path / "chdb")],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env=_user_env(venv.path), timeout=RUN_SECONDS)
+    assert done.returncode == 1 and done.stdout == "", (done.stdout, done.stderr)
+    assert done.stderr.splitlines() == [
+        "dbt-merge: error: dbt-merge inspect needs dbt, which is not installed here. Install the "
+        "extra that brings it beside the one you have: pip install 'dbt-merge[duckdb]' (with "
+        "[chdb] for an embedded ClickHouse)."], done.stderr
