@@ -83,7 +83,7 @@ def test_a_misspelt_keyword_names_the_door_keyword():
                        "('unique_key' is its name in a dbt model's config)."),
         ("stratgy", "unknown option 'stratgy' (did you mean 'strategy'?)"),
     ]:
-        with pytest.raises(MergeError, match="^" + re.escape("dbt_merge: table 'main.t': "
+        with pytest.raises(MergeError, match="^" + re.escape("dbt_merge: table 't': "
                                                              + message)):
             merge_table(con, "select 1 as id", "t", "id", **{given: "id"})
     assert con.execute("select count(*) from duckdb_tables()").fetchone() == (0,)
