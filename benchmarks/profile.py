@@ -49,7 +49,7 @@ from pathlib import Path
 from . import data
 from .baselines import formulations
 from .engines import open_engine, prepare
-from .project import MOR_PROPERTIES, REPO, THRIFT_PORT_ENV, DbtProject, write_project
+from .project import REPO, TABLE_KINDS, THRIFT_PORT_ENV, DbtProject, write_project
 
 TRIVIAL = {
     "select 1": "select 1",
@@ -415,7 +415,7 @@ def spark_sql(
     """The same for a hand-written formulation, its statements timed on the engine's own
     connection (the execute phase: their sum)."""
     runs = []
-    table = "sql_target_mor" if props else "sql_target"
+    table = "sql_target" + next((k for k, v in TABLE_KINDS.items() if v == props), "")
     for rep in range(reps + 1):
         engine.restore(table, pristine, props)
         statements = formulations("spark", effect, engine.target_ref(table), engine.source_ref())[
@@ -572,9 +572,11 @@ def _spark_profile(
     def chosen(method: str) -> bool:
         return not only or any(word in method for word in only)
 
-    props = MOR_PROPERTIES if mor else None
+    # mor: False, True or "_mor" (merge-on-read targets), "_v3" (format 3)
+    kind = "_mor" if mor is True else (mor or "")
+    props = TABLE_KINDS[kind]
     for model in filter(chosen, SPARK_MODELS):
-        model += "_mor" if mor else ""
+        model += kind
         _log(f"profiling {model}, {inc.label}")
         profiled[model] = spark_model(dbt, engine, jobs, pristine, model, reps, props)
     for effect, name in SPARK_SQL:
@@ -612,6 +614,7 @@ if __name__ == "__main__":
         "target's rows",
     )
     parser.add_argument("--mor", action="store_true", help="Spark: merge-on-read Iceberg targets")
+    parser.add_argument("--v3", action="store_true", help="Spark: Iceberg targets of format 3")
     parser.add_argument(
         "--package-dir",
         type=Path,
@@ -631,7 +634,7 @@ if __name__ == "__main__":
             engine=args.engine,
             spark_size=(target, increment),
             spark_shape=args.shape,
-            spark_mor=args.mor,
+            spark_mor="_v3" if args.v3 else "_mor" if args.mor else False,
             package=args.package_dir.resolve() if args.package_dir else None,
         )
     )

@@ -65,8 +65,10 @@
   {#- write once and count from the commit where the table's commits can say (merge_on_branch);
       else the count of a merge may test the keys' uniqueness on its own join (count_tests_keys) -#}
   {% set one_write = not rebuild and not skipped and dbt_merge.commit_counts_applies(plan, cfg) %}
-  {% set keys_later = not rebuild and not skipped and not one_write
-                      and dbt_merge.count_tests_keys(plan, staged['bytes']) %}
+  {#- the write-once MERGE tests the source's keys itself (and so does the count of the passes
+      it may fall back to, when the merge writes source rows as they are) -#}
+  {% set keys_later = not rebuild and not skipped
+                      and ((one_write and plan.writes_source_rows) or dbt_merge.count_tests_keys(plan, staged['bytes'])) %}
   {% if not check_after_build and dbt_merge.check_source_rows(plan, keys_later) > 0 %}
     {#-- some keys' first rows are identical repeats: keep one of each --#}
     {% do dbt_merge.drop_work_relation(plan.deduped) %}

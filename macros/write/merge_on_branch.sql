@@ -85,52 +85,67 @@
 {% macro spark__merge_on_branch(plan) %}
   {% set storage = plan.target_storage %}
   {% set kind = dbt_merge._commit_counts_kind(storage) %}
-  {% set pinned = dbt_merge._current_snapshot(plan.target) %}
-  {% if pinned is none %}
+  {#- one statement for what the table says of itself: its snapshot, the package's record of its
+      keys, a branch a failed run of the package left -#}
+  {% set properties = {} %}
+  {% for row in dbt_merge.run_sql('show tblproperties ' ~ plan.target, 'dbt_merge_describe').rows %}
+    {% do properties.update({row[0]: row[1] | string}) %}
+  {% endfor %}
+  {% set pinned = properties.get('current-snapshot-id') %}
+  {% if not pinned or not modules.re.match('^-?[0-9]+$', pinned) %}
     {{ return(none) }}
   {% endif %}
+  {% set left = properties.get('dbt_merge.branch') or '' %}
+  {% if left %}
+    {#- a run that failed inside its MERGE left its branch, which holds no commit of its own -#}
+    {% do dbt_merge._iceberg_branch(plan.target, 'drop', left) %}
+  {% endif %}
   {% set keys = plan.key_columns | map('lower') | join(',') %}
-  {% set verified = dbt_merge._verified_rows(plan, pinned, keys) %}
+  {% set verified = dbt_merge._verified_rows(plan, pinned, keys, properties.get('dbt_merge.keys-verified') or '') %}
   {% if verified.rows is none %}
     {{ return(none) }}
   {% endif %}
-  {% set before = dbt_merge._snapshot_numbers(plan.target, pinned) %}
-  {% do before.update({'rows': verified.rows}) %}
+  {% set before = dbt_merge._snapshot_numbers(plan.target, pinned) if kind == 'v3' else {'live': none} %}
   {% if kind == 'v3' and before.live is none %}
     {#- equality deletes (another engine's): the live rows are known only to a scan -#}
     {{ return(none) }}
   {% endif %}
+  {% do before.update({'rows': verified.rows}) %}
   {% set branch = 'dbt_merge_' ~ local_md5(invocation_id ~ '.' ~ plan.target)[:16] %}
   {% set on_branch = {} %}
   {% do on_branch.update(plan) %}
   {% do on_branch.update({'target': plan.target ~ '.branch_' ~ branch, 'snapshot': none}) %}
+  {#- the branch is named in the table's properties before it exists: the run's own mark -#}
+  {% do dbt_merge._set_marks(plan, {'dbt_merge.branch': branch}) %}
   {% do dbt_merge._iceberg_branch(plan.target, 'create', branch, pinned) %}
-  {% do dbt_merge.run_statement(dbt_merge._merge_on_branch_sql(on_branch), 'dbt_merge_merge') %}
+  {% do dbt_merge.run_statement(dbt_merge._merge_on_branch_sql(on_branch, before.rows), 'dbt_merge_merge') %}
   {% set head = dbt_merge.run_sql('select snapshot_id from ' ~ plan.target ~ ".refs where name = '" ~ branch ~ "'",
                                   'dbt_merge_describe').rows[0][0] | string %}
   {% set written = dbt_merge._commit_written(plan, kind, head, pinned, before) %}
-  {% if written is none %}
-    {#- a commit without the row-lineage counts (column metrics off): the passes instead -#}
+  {% set source_rows = plan.source_rows | int %}
+  {% set sane = written is not none and written.inserted >= 0 and written.updated >= 0 and written.deleted >= 0
+                and source_rows - written.inserted - written.updated >= 0 and written.total >= 0 %}
+  {% if not sane %}
+    {#- a commit without the row-lineage counts (column metrics off), or counts no merge of
+        these rows could have: never reported; the branch is dropped and the passes count -#}
+    {% if written is not none %}
+      {% do log('dbt_merge ' ~ model.name ~ ': the commit of ' ~ plan.target ~ ' did not give counts this merge can '
+          ~ 'have (' ~ written ~ ' for ' ~ source_rows ~ ' rows of the SELECT); counting it by its passes instead.',
+          info=true) %}
+    {% endif %}
     {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+    {% do dbt_merge._set_marks(plan, {'dbt_merge.branch': ''}) %}
     {{ return(none) }}
   {% endif %}
-  {% set source_rows = plan.source_rows | int %}
   {% set inserted, updated, deleted = written.inserted, written.updated, written.deleted %}
   {% set matched = source_rows - inserted %}
-  {% if inserted < 0 or updated < 0 or deleted < 0 or matched - updated < 0 or written.total < 0 %}
-    {#- counts no merge of these rows could have: never reported; the passes count instead -#}
-    {% do log('dbt_merge ' ~ model.name ~ ': the commit of ' ~ plan.target ~ ' did not give counts this merge can '
-        ~ 'have (' ~ written ~ ' for ' ~ source_rows ~ ' rows of the SELECT); counting it by its passes instead.',
-        info=true) %}
-    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
-    {{ return(none) }}
-  {% endif %}
   {% set counts = {'inserted': inserted, 'updated': updated, 'deleted': deleted,
                    'unchanged': matched - updated, 'total': written.total, 'held_back': 0,
                    'condition_deletes': 0, 'matched_rows': matched, 'matched_keys': matched,
-                   'considered': before.live if before.live is not none else 0} %}
+                   'considered': before.rows} %}
   {% if plan.actions.target_only == 'delete' and deleted > 0 and deleted > plan.max_delete_fraction * counts.considered %}
     {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+    {% do dbt_merge._set_marks(plan, {'dbt_merge.branch': ''}) %}
     {% do dbt_merge.check_merge_counts(plan, counts) %}
   {% endif %}
   {% set mark = pinned ~ ':' ~ keys ~ ':' ~ written.total %}
@@ -140,6 +155,7 @@
   {% else %}
     {% if dbt_merge._current_snapshot(plan.target) != pinned %}
       {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+      {% do dbt_merge._set_marks(plan, {'dbt_merge.branch': ''}) %}
       {% do plan.update({'snapshot': pinned}) %}
       {{ dbt_merge.raise_merge_error(dbt_merge._concurrent_commit_message(plan)) }}
     {% endif %}
@@ -147,25 +163,35 @@
     {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
     {% set mark = head ~ ':' ~ keys ~ ':' ~ written.total %}
   {% endif %}
-  {% if mark != verified.mark %}
-    {#- the snapshot main is at, its keys verified, and its rows: a later run into it reads
-        neither (one metadata commit of a table property, no snapshot) -#}
-    {% do dbt_merge.run_statement('alter table ' ~ plan.target ~ " set tblproperties ('dbt_merge.keys-verified' = "
-        ~ dbt_merge._sql_string(mark) ~ ")", 'dbt_merge_describe') %}
-  {% endif %}
+  {#- the snapshot main is at, its keys verified and its rows (a later run into it reads neither),
+      and no branch left: one metadata commit of the table's properties, no snapshot -#}
+  {% do dbt_merge._set_marks(plan, {'dbt_merge.keys-verified': mark, 'dbt_merge.branch': ''}) %}
   {{ return({'inserted': inserted, 'updated': updated, 'deleted': deleted,
              'unchanged': counts.unchanged, 'total': written.total}) }}
 {% endmacro %}
 
 {#- The MERGE of the write-once path: every source row, the matched ones written only when they
-    changed, into `plan.target` (the run's branch). The source's keys are unique and the table's
-    keys held once (checked before), so Spark's own cardinality check never fires. -#}
-{% macro _merge_on_branch_sql(plan) %}
+    changed, into `plan.target` (the run's branch). The table's keys are held once (verified
+    before); the source's keys were checked present and storable (the light check), and are
+    tested unique here: a key repeated in the SELECT fails the statement with the package's
+    message (a window count by key, which the MERGE's own join, partitioned by the key, shares),
+    before anything is committed. `target_rows`: the table's rows; a SELECT of at least 90% of
+    them on a copy-on-write table skips the runtime file filter (see _rewrites_every_file). -#}
+{% macro _merge_on_branch_sql(plan, target_rows) %}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
   {%- set columns = dbt_merge._written_columns(plan) -%}
+  {%- set n = dbt_merge.quote_identifier(plan.names.rows) -%}
+  {%- set every_file = not plan.target_storage.merge_on_read and target_rows > 0
+                       and (plan.source_rows | int) >= 0.9 * target_rows -%}
   merge into {{ plan.target }} as {{ dst }}
-  using ({{ dbt_merge._source_rows_sql(plan) }}) as {{ src }}
+  using (
+    select * from (
+      select {{ src }}.*, count(*) over (partition by {{ dbt_merge.column_list(plan.key_columns, src) }}) as {{ n }}
+      from ({{ dbt_merge._source_rows_sql(plan) }}) as {{ src }}
+    ) as {{ src }}
+    where case when {{ src }}.{{ n }} > 1 then raise_error({{ dbt_merge._repeated_key_message_sql(plan, src) }}) else true end
+  ) as {{ src }}
   on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
   {%- if plan.actions.matched == 'update' and plan.update_columns %}
   when matched and {{ dbt_merge._row_changed_condition(plan) }} then update set
@@ -177,7 +203,33 @@
     values ({{ dbt_merge.column_list(columns, src) }})
   {%- if plan.actions.target_only == 'delete' %}
   when not matched by source then delete
+  {%- elif every_file and plan.actions.matched == 'update' %}
+  when not matched by source and false then delete
   {%- endif %}
+{% endmacro %}
+
+{#- The SQL of the message a repeated source key fails the MERGE with (the check's message, the
+    key of the row at hand as its example; how many keys repeat is not counted here). -#}
+{% macro _repeated_key_message_sql(plan, alias) %}
+  {%- set parts = [] -%}
+  {%- for key in plan.key_columns -%}
+    {%- do parts.append('cast(' ~ alias ~ '.' ~ dbt_merge.quote_identifier(key) ~ ' as string)') -%}
+  {%- endfor -%}
+  {{ return("concat(" ~ dbt_merge._sql_string("dbt_merge: model '" ~ model.name ~ "': unique_key value(s) occur more "
+      ~ "than once in the model's SELECT, e.g. (" ~ plan.key_columns | join(', ') ~ ") = (") ~ ", concat_ws(', ', "
+      ~ parts | join(', ') ~ "), " ~ dbt_merge._sql_string("). Make the key unique in the SELECT, fix unique_key, or use "
+      ~ "strategy='deduplicate' with dedup_order_by to keep one row per key. The target was not changed.") ~ ")") }}
+{% endmacro %}
+
+{#- Set the package's own table properties ({key: value}) in one statement (a metadata commit,
+    no snapshot). -#}
+{% macro _set_marks(plan, marks) %}
+  {% set pairs = [] %}
+  {% for key, value in marks.items() %}
+    {% do pairs.append(dbt_merge._sql_string(key) ~ ' = ' ~ dbt_merge._sql_string(value)) %}
+  {% endfor %}
+  {% do dbt_merge.run_statement('alter table ' ~ plan.target ~ ' set tblproperties (' ~ pairs | join(', ') ~ ')',
+                                'dbt_merge_describe') %}
 {% endmacro %}
 
 {#- {inserted, updated, deleted, total} of the branch's commit `head` (or all 0 and the live rows
@@ -229,13 +281,11 @@
 {% endmacro %}
 
 {#- {rows, mark}: the live rows of the table at `snapshot` when it holds each key (`keys`, lower
-    case, comma-separated) at most once and no NULL key, else rows none; mark: the table
+    case, comma-separated) at most once and no NULL key, else rows none; mark: `value`, the table
     property dbt_merge.keys-verified as it is ('<snapshot>:<keys>:<rows>', set by the run that
-    published or verified that snapshot). A property naming this snapshot and these keys is
+    published or verified that snapshot). A value naming this snapshot and these keys is
     trusted; otherwise the table's keys are read now. -#}
-{% macro _verified_rows(plan, snapshot, keys) %}
-  {% set value = dbt_merge.run_sql('show tblproperties ' ~ plan.target ~ " ('dbt_merge.keys-verified')",
-                                   'dbt_merge_describe').rows[0][1] | string %}
+{% macro _verified_rows(plan, snapshot, keys, value) %}
   {% set parts = value.split(':') %}
   {% if parts | length == 3 and parts[0] == snapshot | string and parts[1] == keys and modules.re.match('^[0-9]+$', parts[2]) %}
     {{ return({'rows': parts[2] | int, 'mark': value}) }}
@@ -257,8 +307,9 @@
   {% if dbt_merge_branches is defined %}
     {% do dbt_merge_branches.run(relation, action, name, snapshot) %}
   {% elif action == 'create' %}
+    {#- kept a day at most by the table's snapshot expiry, should no run drop it -#}
     {% do dbt_merge.run_statement('alter table ' ~ relation ~ ' create branch ' ~ dbt_merge.quote_identifier(name)
-        ~ ' as of version ' ~ snapshot, 'dbt_merge_branch') %}
+        ~ ' as of version ' ~ snapshot ~ ' retain 1 days', 'dbt_merge_branch') %}
   {% elif action == 'fast_forward' %}
     {% do dbt_merge.run_statement('call spark_catalog.system.fast_forward(' ~ dbt_merge._sql_string(relation | string)
         ~ ", 'main', " ~ dbt_merge._sql_string(name) ~ ')', 'dbt_merge_branch') %}

@@ -230,3 +230,32 @@ def test_without_the_extensions(db, tmp_path):
     assert sorted(db.rows(s, "v3_t")) == sorted((k, n) for k, n in TARGET.items())
     for table in ("mor_t", "v3_t"):
         assert _branches(db, s, table) == [], table
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("db", ["spark"], indirect=True)
+def test_a_repeated_key_fails_the_merge_and_the_next_run_cleans_up(db, tmp_path):
+    """The write-once MERGE tests the SELECT's keys itself: a key repeated among rows that match
+    (3) or among new ones (12) fails it with the package's message before anything is committed,
+    the table as it was; the run's branch, named in the table's properties, is dropped by the
+    next run, which merges."""
+    s = "commit_counts_keys"
+    db.engine.setup(s)
+    for table, kind in (("rk_mor", "mor"), ("rk_v3", "v3")):
+        _create(db, s, table, kind)
+    bad = {"rk_mor": "select cast(3 as bigint) as id, 'x' as name union all select 3, 'y'",
+           "rk_v3": "select cast(12 as bigint) as id, 'x' as name union all select 12, 'y'"}
+    good = _select({3: "x3", 12: "n12"}, 0)
+    models = {t: ({"schema": s, "unique_key": "id", "tblproperties": KINDS[k]},
+                  "{{ var('" + t + "') }}") for t, k in (("rk_mor", "mor"), ("rk_v3", "v3"))}
+    root = project(db, tmp_path, "repeated", models)
+    run = run_dbt(["run"], root, "spark", PROFILES_DIR, vars=bad)
+    for table, key in (("rk_mor", 3), ("rk_v3", 12)):
+        said = message(run, table)
+        assert ("unique_key value(s) occur more than once in the model's SELECT, e.g. (id) = "
+                f"({key})") in said and "The target was not changed." in said, said
+        assert dict(db.sql(f"select id, name from {s}.{table}")) == TARGET, table
+    run = run_dbt(["run"], root, "spark", PROFILES_DIR, vars={t: good for t in models})
+    for table in models:
+        assert "1 inserted, 1 updated, 0 deleted, 0 unchanged, 11 total" in message(run, table)
+        assert _branches(db, s, table) == [], table

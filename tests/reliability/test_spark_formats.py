@@ -8,7 +8,9 @@ the rerun must write nothing. Iceberg models built the same way (partition_by, a
 are checked alongside: copy-on-write and merge-on-read tables (`write.merge.mode`, `.update.mode`,
 `.delete.mode` = merge-on-read, set by tblproperties), every strategy and delete_condition, and
 full_merge written both ways (full_merge_write: one MERGE INTO, or an INSERT OVERWRITE of the
-merged table), with and without incremental_predicates.
+merged table), with and without incremental_predicates, and tables of format version 3
+(copy-on-write, partitioned by a column or a bucket, and merge-on-read), which merge_on_branch
+writes once into a branch and counts from the commit.
 """
 
 from __future__ import annotations
@@ -180,6 +182,13 @@ for _name, _write in (("ice_predicates", "auto"), ("ice_predicates_overwrite", "
                "incremental_predicates": ["DBT_INTERNAL_DEST.region <> 'latam'"]}),
         select="select * from {s} where id <> 6",
         source=[r for r in SOURCE if r["id"] != 6], opts=NotLatam())
+#: Iceberg format version 3 (row lineage; copy-on-write needs the session's SQL extensions):
+#: written once into a branch and counted from the commit (merge_on_branch), partitioned too
+V3 = {"format-version": "3"}
+MODELS["ice_v3_upsert"] = _model("upsert", **_part({"file_format": "iceberg", "tblproperties": V3}))
+MODELS["ice_v3_full_merge"] = _model("full_merge", file_format="iceberg", tblproperties=V3,
+                                     partition_by=["bucket(4, id)"])
+MODELS["ice_v3_mor_insert"] = _model("insert", file_format="iceberg", tblproperties={**MOR, **V3})
 #: the write each full_merge model on Iceberg must have chosen (logged by choose_full_merge_write)
 FULL_MERGE_WRITES = {
     "ice_full_merge": "MERGE INTO",  # rows 1 and 5 are unchanged
@@ -195,7 +204,7 @@ for _name, (_real, _configured) in PRE_EXISTING.items():
 
 #: models run a third time, with the same increment
 RERUN = ["pq_upsert", "pqp_full_merge", "pqp_update_columns", "hvp_upsert", "was_parquet",
-         "ice_mor_upsert", "ice_mor_update"]
+         "ice_mor_upsert", "ice_mor_update", "ice_v3_upsert"]
 
 
 def _partition_dir(value) -> str:

@@ -16,7 +16,8 @@ The other writer inserts the key the merge's batch counts as new (5), at one of 
             another job has): the merge's session still reads the snapshot it counted, so the
             other commit lands between the write's read and its commit.
 Each point, for every strategy (and full_merge's INSERT OVERWRITE), on copy-on-write and
-merge-on-read tables, in one dbt invocation (one model per case; the callback knows the model
+merge-on-read tables and copy-on-write tables of format version 3, in one dbt invocation (one
+model per case; the callback knows the model
 from the event). A run that succeeds has the rows and statistics of merging the table with the
 other writer's row in it; a run that fails has committed nothing (the table is the other writer's)
 and says why: ours (the table changed since the counts) or Iceberg's ValidationException.
@@ -43,7 +44,9 @@ CASES = {
     "full_overwrite": ({"strategy": "full_merge", "full_merge_write": "overwrite"}, MIXED),
     "deduplicate": ({"strategy": "deduplicate", "dedup_order_by": "v"}, MIXED),
 }
-MODES = {"cow": "copy-on-write", "mor": "merge-on-read"}
+#: mode -> (format version, write mode): v3 copy-on-write and merge-on-read v2 merges write once
+#: into a branch (merge_on_branch), v2 copy-on-write merges are counted before they write
+MODES = {"cow": ("2", "copy-on-write"), "mor": ("2", "merge-on-read"), "v3": ("3", "copy-on-write")}
 POINTS = ("before", "between", "during")
 WRITES = ("merge into", "insert overwrite")
 OUR_MESSAGE = "after this run counted its changes on snapshot"
@@ -83,12 +86,13 @@ def test_writer_commits_while_merging(spark, tmp_path):
             f"create or replace table {SCHEMA}.src_{case} using iceberg as "
             f"select cast(id as int) as id, v from values {values} as t(id, v)"
         )
-        for mode, write_mode in MODES.items():
+        for mode, (version, write_mode) in MODES.items():
             for point in POINTS:
                 name = f"{case}__{mode}__{point}"
                 spark.sql(
                     f"create or replace table {SCHEMA}.{name} using iceberg "
-                    f"tblproperties ('format-version'='2', 'write.merge.mode'='{write_mode}', "
+                    f"tblproperties ('format-version'='{version}', "
+                    f"'write.merge.mode'='{write_mode}', "
                     f"'write.update.mode'='{write_mode}', 'write.delete.mode'='{write_mode}') "
                     f"as select cast(id as int) as id, v from values {base} as t(id, v)"
                 )

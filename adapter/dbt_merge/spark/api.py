@@ -56,6 +56,9 @@ def merge_dataframe(
     MergeError, with the target unchanged, on bad options or source rows. An Iceberg table gets
     one commit, whose id is the result's snapshot_id.
     """
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import CapturedException
+
     spark = df.sparkSession
     resolved = resolve_target(spark, target)
     this, existing = resolved.relation, resolved.existing
@@ -111,7 +114,16 @@ def merge_dataframe(
         rebuild = existing is None or bool(full_refresh)
         select = runner.register_source(df, "__dbt_merge_df_" + invocation.replace("-", ""))
         with runner.marking_commits(COMMIT_MARK, invocation):
-            stats = macros.run_merge(cfg, this, existing, rebuild, select)
+            try:
+                stats = macros.run_merge(cfg, this, existing, rebuild, select)
+            except (CapturedException, Py4JJavaError) as error:
+                # a check that rides inside a statement fails it with the package's message
+                # (raise_error: a repeated key, another writer's commit): the door's error; a
+                # failure inside a Spark job reaches Python unconverted (Py4JJavaError)
+                raised = _raised_message(str(error), resolved.name)
+                if raised is None:
+                    raise
+                raise MergeError(prefix + source_wording(raised, "the DataFrame")) from None
         snapshot = None
         if not stats.get("dry_run") and not stats.get("skipped"):
             snapshot = runner.marked_snapshot(this, COMMIT_MARK, invocation)
@@ -119,6 +131,20 @@ def merge_dataframe(
         return MergeResult.from_stats(stats, snapshot)
     finally:
         runner.close(failed)
+
+
+def _raised_message(text: str, name: str) -> str | None:
+    """The package's own message in a Spark error a statement's raise_error gave
+    ('dbt_merge: model '<name>': <message>' up to its end), or None."""
+    head = f"dbt_merge: model '{name}': "
+    start = text.find(head)
+    if start < 0:
+        return None
+    message = text[start + len(head):]
+    end = message.find("The target was not changed.")
+    if end >= 0:
+        return message[: end + len("The target was not changed.")]
+    return message.splitlines()[0].strip()
 
 
 #: the snapshot summary key that marks the commits of one merge_dataframe call (its value: the

@@ -279,7 +279,8 @@ class SparkRunner:
         table.refresh()
         snapshots = table.manageSnapshots()
         if action == "create":
-            snapshots.createBranch(name, int(snapshot)).commit()
+            # kept a day at most by the table's snapshot expiry, should no run drop it
+            snapshots.createBranch(name, int(snapshot)).setMaxRefAgeMs(name, 86_400_000).commit()
             self.branches.append((relation, name))
         elif action == "fast_forward":
             snapshots.fastForwardBranch("main", name).commit()
