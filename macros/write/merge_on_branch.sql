@@ -57,6 +57,10 @@
   {% set kind = dbt_merge._commit_counts_kind(storage) %}
   {% set strategies = ['upsert', 'insert', 'full_merge'] if kind == 'v3' else ['upsert', 'insert'] %}
   {% set altered = plan.schema is not none and (plan.schema.added or plan.schema.removed or plan.schema.retyped) %}
+  {#- full_merge_write='overwrite', asked for by name, is honoured: it rewrites the whole table -#}
+  {% if plan.strategy == 'full_merge' and plan.get('full_merge_write') == 'overwrite' %}
+    {{ return(false) }}
+  {% endif %}
   {{ return(kind is not none and plan.strategy in strategies and not plan.actions.dedupe and not plan.deduped
             and not plan.update_condition and not plan.delete_condition and not plan.soft_delete
             and not plan.predicates and not altered and dbt_merge._branches_available()) }}
@@ -157,7 +161,7 @@
       {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
       {% do dbt_merge._set_marks(plan, {'dbt_merge.branch': ''}) %}
       {% do plan.update({'snapshot': pinned}) %}
-      {{ dbt_merge.raise_merge_error(dbt_merge._concurrent_commit_message(plan)) }}
+      {{ dbt_merge.raise_merge_error(dbt_merge._concurrent_commit_message(plan, prefixed=false)) }}
     {% endif %}
     {% do dbt_merge._iceberg_branch(plan.target, 'fast_forward', branch) %}
     {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}

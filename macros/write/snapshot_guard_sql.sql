@@ -32,10 +32,10 @@
       ~ " then true else raise_error(" ~ dbt_merge._sql_string(message) ~ ") end") }}
 {% endmacro %}
 
-{#- What a run whose table changed under it says (raised inside Spark, so it carries the prefix
-    raise_merge_error would give it). -#}
-{% macro _concurrent_commit_message(plan) %}
-  {{ return("dbt_merge: model '" ~ model.name ~ "': another writer committed to " ~ plan.target
+{#- What a run whose table changed under it says: raised inside Spark (a statement's raise_error),
+    with the prefix raise_merge_error would give it; `prefixed=false` for raise_merge_error itself. -#}
+{% macro _concurrent_commit_message(plan, prefixed=true) %}
+  {{ return(("dbt_merge: model '" ~ model.name ~ "': " if prefixed else "") ~ "another writer committed to " ~ plan.target
       ~ " after this run counted its changes on snapshot " ~ plan.snapshot ~ ", so nothing was written "
       ~ "(the counts and the checks would not be of the table the write changes). Running the model "
       ~ "again is safe: it counts the table as it is then.") }}

@@ -238,24 +238,41 @@ def test_a_repeated_key_fails_the_merge_and_the_next_run_cleans_up(db, tmp_path)
     """The write-once MERGE tests the SELECT's keys itself: a key repeated among rows that match
     (3) or among new ones (12) fails it with the package's message before anything is committed,
     the table as it was; the run's branch, named in the table's properties, is dropped by the
-    next run, which merges."""
+    next run, which merges. A full_merge deleting more than max_delete_fraction, which only the
+    branch's commit shows, is refused, its branch dropped, main untouched."""
     s = "commit_counts_keys"
     db.engine.setup(s)
-    for table, kind in (("rk_mor", "mor"), ("rk_v3", "v3")):
+    kinds = {"rk_mor": "mor", "rk_v3": "v3", "rk_guard": "v3"}
+    for table, kind in kinds.items():
         _create(db, s, table, kind)
     bad = {"rk_mor": "select cast(3 as bigint) as id, 'x' as name union all select 3, 'y'",
-           "rk_v3": "select cast(12 as bigint) as id, 'x' as name union all select 12, 'y'"}
-    good = _select({3: "x3", 12: "n12"}, 0)
-    models = {t: ({"schema": s, "unique_key": "id", "tblproperties": KINDS[k]},
-                  "{{ var('" + t + "') }}") for t, k in (("rk_mor", "mor"), ("rk_v3", "v3"))}
+           "rk_v3": "select cast(12 as bigint) as id, 'x' as name union all select 12, 'y'",
+           # full_merge deleting 9 of 10 rows: only the branch's commit shows it; refused
+           "rk_guard": _select({3: "x3", 12: "n12"}, 0)}
+    good = {"rk_mor": _select({3: "x3", 12: "n12"}, 0), "rk_v3": _select({3: "x3", 12: "n12"}, 0),
+            "rk_guard": _select({**TARGET, 3: "x3", 12: "n12"}, 0)}
+    models = {t: ({"schema": s, "unique_key": "id", "tblproperties": KINDS[k],
+                   "strategy": "full_merge" if t == "rk_guard" else "upsert"},
+                  "{{ var('" + t + "') }}") for t, k in kinds.items()}
     root = project(db, tmp_path, "repeated", models)
-    run = run_dbt(["run"], root, "spark", PROFILES_DIR, vars=bad)
+    seen: list[str] = []
+    run = run_dbt(["run"], root, "spark", PROFILES_DIR, vars=bad,
+                  callbacks=[lambda e: seen.append(" ".join(e.data.sql.lower().split()))
+                             if e.info.name == "SQLQuery" else None])
+    assert [q for q in seen if "rk_guard" in q and "create branch" in q], "no branch made"
     for table, key in (("rk_mor", 3), ("rk_v3", 12)):
         said = message(run, table)
         assert ("unique_key value(s) occur more than once in the model's SELECT, e.g. (id) = "
                 f"({key})") in said and "The target was not changed." in said, said
-        assert dict(db.sql(f"select id, name from {s}.{table}")) == TARGET, table
-    run = run_dbt(["run"], root, "spark", PROFILES_DIR, vars={t: good for t in models})
+        assert f"'{table}': dbt_merge: model" not in said, said
+    said = message(run, "rk_guard")
+    assert "full_merge would delete 9 of the 10 target rows it considers (90.0%)" in said, said
+    assert _branches(db, s, "rk_guard") == []
     for table in models:
-        assert "1 inserted, 1 updated, 0 deleted, 0 unchanged, 11 total" in message(run, table)
+        assert dict(db.sql(f"select id, name from {s}.{table}")) == TARGET, table
+    run = run_dbt(["run"], root, "spark", PROFILES_DIR, vars=good)
+    for table in models:
+        unchanged = 9 if table == "rk_guard" else 0
+        assert (f"1 inserted, 1 updated, 0 deleted, {unchanged} unchanged, 11 total"
+                in message(run, table)), message(run, table)
         assert _branches(db, s, table) == [], table

@@ -153,6 +153,7 @@ def test_writer_commits_while_merging(spark, tmp_path):
             ok = OUR_MESSAGE in message and RETRY in message
         elif case == "full_overwrite":
             # the overwrite's commit checks nothing: seen after it, the other writer's rows put back
+            # (on v3 too: full_merge_write='overwrite' asked for by name is not written on a branch)
             ok = "while this run overwrote it" in message and RETRY in message
         else:
             # Iceberg's check at commit; ours when this session's cached table expired meanwhile
@@ -160,7 +161,7 @@ def test_writer_commits_while_merging(spark, tmp_path):
             ok = ("ValidationException" in message and "conflicting files" in message) or (
                 OUR_MESSAGE in message and RETRY in message
             )
-        if not ok:
+        if not ok or f"'{name}': dbt_merge: model" in message:  # and the prefix once
             problems.append(f"{name}: message {message[:400]}")
         if rows != with_other:
             problems.append(f"{name}: rows {rows} != {with_other} (the table changed)")
