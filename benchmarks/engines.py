@@ -146,7 +146,10 @@ class _SparkSQL:
         return f"bench.{name}"
 
     def set_source(self, table: str) -> None:
-        self.execute(f"create or replace view bench.bench_src as select * from bench.{table}")
+        # dropped, then made: with Iceberg's SQL extensions, a CREATE OR REPLACE VIEW of the session
+        # catalog leaves this session reading the view's old query (seen with Iceberg 1.10)
+        self.execute("drop view if exists bench.bench_src")
+        self.execute(f"create view bench.bench_src as select * from bench.{table}")
 
     def source_ref(self) -> str:
         return "bench.bench_src"

@@ -65,10 +65,10 @@
   {#- write once and count from the commit where the table's commits can say (merge_on_branch);
       else the count of a merge may test the keys' uniqueness on its own join (count_tests_keys) -#}
   {% set one_write = not rebuild and not skipped and dbt_merge.commit_counts_applies(plan, cfg) %}
-  {#- the write-once MERGE tests the source's keys itself (and so does the count of the passes
-      it may fall back to, when the merge writes source rows as they are) -#}
-  {% set keys_later = not rebuild and not skipped
-                      and ((one_write and plan.writes_source_rows) or dbt_merge.count_tests_keys(plan, staged['bytes'])) %}
+  {#- a SELECT too large to broadcast has its keys' uniqueness tested later, on a join that
+      partitions it by key anyway: the count's (the passes) or the write-once MERGE's; a smaller
+      one by the check's count(distinct), cheaper than a window over a broadcast join -#}
+  {% set keys_later = not rebuild and not skipped and dbt_merge.count_tests_keys(plan, staged['bytes']) %}
   {% if not check_after_build and dbt_merge.check_source_rows(plan, keys_later) > 0 %}
     {#-- some keys' first rows are identical repeats: keep one of each --#}
     {% do dbt_merge.drop_work_relation(plan.deduped) %}

@@ -135,7 +135,8 @@ def test_counts_from_the_commit_equal_the_reference(db, tmp_path):
 @pytest.mark.parametrize("db", ["spark"], indirect=True)
 def test_what_the_commit_cannot_say_takes_the_passes(db, tmp_path):
     """A key the table holds twice (today's refusal), a v3 table with column metrics off (the
-    passes' counts), another writer's commit since the package's (the keys read again)."""
+    passes' counts), another writer's commit since the package's (the keys read again), a v3
+    full_merge deleting most of the table (the passes' INSERT OVERWRITE)."""
     s = "commit_counts_passes"
     db.engine.setup(s)
     _create(db, s, "twice", "v3_mor")
@@ -144,19 +145,30 @@ def test_what_the_commit_cannot_say_takes_the_passes(db, tmp_path):
     db.sql(f"alter table {s}.no_metrics set tblproperties "
            "('write.metadata.metrics.default' = 'none')")
     _create(db, s, "other_writer", "mor")
+    _create(db, s, "half_gone", "v3")
     increment = {3: "x3", 11: "n11"}
     cfg = {"schema": s, "unique_key": "id"}
-    root = project(db, tmp_path, "passes", {
-        m: ({**cfg, "tblproperties": KINDS[k]}, _select(increment, 0))
-        for m, k in (("twice", "v3_mor"), ("no_metrics", "v3"), ("other_writer", "mor"))})
-    run = run_dbt(["run"], root, "spark", PROFILES_DIR)
+    models = {m: ({**cfg, "tblproperties": KINDS[k]}, _select(increment, 0))
+              for m, k in (("twice", "v3_mor"), ("no_metrics", "v3"), ("other_writer", "mor"))}
+    # a full_merge of 2 rows into 10 deletes most of the table: one INSERT OVERWRITE, no branch
+    models["half_gone"] = ({**cfg, "tblproperties": KINDS["v3"], "strategy": "full_merge",
+                            "max_delete_fraction": 1}, _select(increment, 0))
+    root = project(db, tmp_path, "passes", models)
+    first: list[str] = []
+    run = run_dbt(["run"], root, "spark", PROFILES_DIR,
+                  callbacks=[lambda e: first.append(" ".join(e.data.sql.lower().split()))
+                             if e.info.name == "SQLQuery" else None])
+    assert "1 inserted, 1 updated, 9 deleted, 0 unchanged, 2 total" in message(run, "half_gone")
+    assert dict(db.sql(f"select id, name from {s}.half_gone")) == {3: "x3", 11: "n11"}
+    assert not [q for q in first if "half_gone" in q and "create branch" in q]
+    assert [q for q in first if "half_gone" in q and "insert overwrite" in q]
     said = message(run, "twice")
     assert "already holds 1 extra row(s) for keys of the SELECT, e.g. (id) = (3)" in said, said
     assert sorted(db.sql(f"select id, name from {s}.twice"))[3:5] == [(3, "again"), (3, "v3")]
     assert "1 inserted, 1 updated, 0 deleted, 0 unchanged, 11 total" in message(run, "no_metrics")
     assert "1 inserted, 1 updated, 0 deleted, 0 unchanged, 11 total" in message(
         run, "other_writer")
-    for table in ("twice", "no_metrics", "other_writer"):
+    for table in ("twice", "no_metrics", "other_writer", "half_gone"):
         assert _branches(db, s, table) == [], table
     # another writer commits; the next run reads the table's keys again, and still counts right
     db.sql(f"insert into {s}.other_writer values (12, 'w')")
@@ -235,9 +247,9 @@ def test_without_the_extensions(db, tmp_path):
 @pytest.mark.spark
 @pytest.mark.parametrize("db", ["spark"], indirect=True)
 def test_a_repeated_key_fails_the_merge_and_the_next_run_cleans_up(db, tmp_path):
-    """The write-once MERGE tests the SELECT's keys itself: a key repeated among rows that match
-    (3) or among new ones (12) fails it with the package's message before anything is committed,
-    the table as it was; the run's branch, named in the table's properties, is dropped by the
+    """The write-once MERGE of a SELECT too large to broadcast tests its keys itself: a key
+    repeated among rows that match (3) or among new ones (12) fails it with the package's
+    message before anything is committed, the table as it was; the run's branch, named in the table's properties, is dropped by the
     next run, which merges. A full_merge deleting more than max_delete_fraction, which only the
     branch's commit shows, is refused, its branch dropped, main untouched."""
     s = "commit_counts_keys"
@@ -247,16 +259,20 @@ def test_a_repeated_key_fails_the_merge_and_the_next_run_cleans_up(db, tmp_path)
         _create(db, s, table, kind)
     bad = {"rk_mor": "select cast(3 as bigint) as id, 'x' as name union all select 3, 'y'",
            "rk_v3": "select cast(12 as bigint) as id, 'x' as name union all select 12, 'y'",
-           # full_merge deleting 9 of 10 rows: only the branch's commit shows it; refused
-           "rk_guard": _select({3: "x3", 12: "n12"}, 0)}
+           # full_merge deleting 3 of 10 rows, more than 20%: only the branch's commit shows it
+           "rk_guard": _select({k: TARGET[k] for k in range(7)}, 0)}
     good = {"rk_mor": _select({3: "x3", 12: "n12"}, 0), "rk_v3": _select({3: "x3", 12: "n12"}, 0),
             "rk_guard": _select({**TARGET, 3: "x3", 12: "n12"}, 0)}
     models = {t: ({"schema": s, "unique_key": "id", "tblproperties": KINDS[k],
-                   "strategy": "full_merge" if t == "rk_guard" else "upsert"},
+                   **({"strategy": "full_merge", "max_delete_fraction": 0.2}
+                      if t == "rk_guard" else {})},
                   "{{ var('" + t + "') }}") for t, k in kinds.items()}
     root = project(db, tmp_path, "repeated", models)
     seen: list[str] = []
-    run = run_dbt(["run"], root, "spark", PROFILES_DIR, vars=bad,
+    # the keys tested inside the MERGE, as for a SELECT too large to broadcast (a small one's
+    # keys are the check's, as in the passes)
+    run = run_dbt(["run"], root, "spark", PROFILES_DIR,
+                  vars={**bad, "dbt_merge_spark_full_join_bytes": 0},
                   callbacks=[lambda e: seen.append(" ".join(e.data.sql.lower().split()))
                              if e.info.name == "SQLQuery" else None])
     assert [q for q in seen if "rk_guard" in q and "create branch" in q], "no branch made"
@@ -265,8 +281,9 @@ def test_a_repeated_key_fails_the_merge_and_the_next_run_cleans_up(db, tmp_path)
         assert ("unique_key value(s) occur more than once in the model's SELECT, e.g. (id) = "
                 f"({key})") in said and "The target was not changed." in said, said
         assert f"'{table}': dbt_merge: model" not in said, said
+        assert [q for q in seen if f"merge into {s}.{table}.branch_" in q], table  # the MERGE's
     said = message(run, "rk_guard")
-    assert "full_merge would delete 9 of the 10 target rows it considers (90.0%)" in said, said
+    assert "full_merge would delete 3 of the 10 target rows it considers (30.0%)" in said, said
     assert _branches(db, s, "rk_guard") == []
     for table in models:
         assert dict(db.sql(f"select id, name from {s}.{table}")) == TARGET, table
