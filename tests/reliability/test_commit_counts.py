@@ -249,9 +249,10 @@ def test_without_the_extensions(db, tmp_path):
 def test_a_repeated_key_fails_the_merge_and_the_next_run_cleans_up(db, tmp_path):
     """The write-once MERGE of a SELECT too large to broadcast tests its keys itself: a key
     repeated among rows that match (3) or among new ones (12) fails it with the package's
-    message before anything is committed, the table as it was; the run's branch, named in the table's properties, is dropped by the
-    next run, which merges. A full_merge deleting more than max_delete_fraction, which only the
-    branch's commit shows, is refused, its branch dropped, main untouched."""
+    message before anything is committed, the table as it was; the run's branch, named in the
+    table's properties, is dropped by the next run, which merges. A full_merge deleting more
+    than max_delete_fraction, which only the branch's commit shows, is refused, its branch
+    dropped, main untouched."""
     s = "commit_counts_keys"
     db.engine.setup(s)
     kinds = {"rk_mor": "mor", "rk_v3": "v3", "rk_guard": "v3"}
