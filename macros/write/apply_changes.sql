@@ -137,8 +137,14 @@
     a matched row, which the filter spares. -#}
 {% macro _rewrites_every_file(plan, storage, counts) %}
   {% set target_rows = counts.total - counts.inserted + (0 if plan.soft_delete else counts.deleted) %}
+  {{ return(dbt_merge._matches_every_file(storage, counts.matched_keys, target_rows)) }}
+{% endmacro %}
+
+{#- The rule of _rewrites_every_file: `matched` source keys (or, before the write, the SELECT's
+    rows) against the copy-on-write Iceberg table's `target_rows`. -#}
+{% macro _matches_every_file(storage, matched, target_rows) %}
   {{ return(storage.provider == 'iceberg' and not storage.merge_on_read
-            and target_rows > 0 and counts.matched_keys >= 0.9 * target_rows) }}
+            and target_rows > 0 and matched >= 0.9 * target_rows) }}
 {% endmacro %}
 
 {#- UPDATE that soft-deletes the live target rows (aliased DBT_INTERNAL_DEST) the merge considers

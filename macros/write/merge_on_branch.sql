@@ -144,8 +144,7 @@
           ~ 'have (' ~ written ~ ' for ' ~ source_rows ~ ' rows of the SELECT); counting it by its passes instead.',
           info=true) %}
     {% endif %}
-    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
-    {% do dbt_merge._set_marks(plan, {'dbt_merge.branch': ''}) %}
+    {% do dbt_merge._drop_run_branch(plan, branch) %}
     {{ return(none) }}
   {% endif %}
   {% set inserted, updated, deleted = written.inserted, written.updated, written.deleted %}
@@ -155,8 +154,7 @@
                    'condition_deletes': 0, 'matched_rows': matched, 'matched_keys': matched,
                    'considered': before.rows} %}
   {% if plan.actions.target_only == 'delete' and deleted > 0 and deleted > plan.max_delete_fraction * counts.considered %}
-    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
-    {% do dbt_merge._set_marks(plan, {'dbt_merge.branch': ''}) %}
+    {% do dbt_merge._drop_run_branch(plan, branch) %}
     {% do dbt_merge.check_merge_counts(plan, counts) %}
   {% endif %}
   {% set mark = pinned ~ ':' ~ keys ~ ':' ~ written.total %}
@@ -165,8 +163,7 @@
     {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
   {% else %}
     {% if dbt_merge._current_snapshot(plan.target) != pinned %}
-      {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
-      {% do dbt_merge._set_marks(plan, {'dbt_merge.branch': ''}) %}
+      {% do dbt_merge._drop_run_branch(plan, branch) %}
       {% do plan.update({'snapshot': pinned}) %}
       {{ dbt_merge.raise_merge_error(dbt_merge._concurrent_commit_message(plan, prefixed=false)) }}
     {% endif %}
@@ -188,14 +185,13 @@
     a key repeated in the SELECT fails the statement with the package's message (a window count
     by key, which the MERGE's own join, partitioned by the key, shares), before anything is
     committed. `target_rows`: the table's rows; a SELECT of at least 90% of
-    them on a copy-on-write table skips the runtime file filter (see _rewrites_every_file). -#}
+    them on a copy-on-write table skips the runtime file filter (_matches_every_file). -#}
 {% macro _merge_on_branch_sql(plan, target_rows) %}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
   {%- set columns = dbt_merge._written_columns(plan) -%}
   {%- set n = dbt_merge.quote_identifier(plan.names.rows) -%}
-  {%- set every_file = not plan.target_storage.merge_on_read and target_rows > 0
-                       and (plan.source_rows | int) >= 0.9 * target_rows -%}
+  {%- set every_file = dbt_merge._matches_every_file(plan.target_storage, plan.source_rows | int, target_rows) -%}
   merge into {{ plan.target }} as {{ dst }}
   using (
   {%- if plan.keys_tested_by_count %}
@@ -235,6 +231,13 @@
       ~ "than once in the model's SELECT, e.g. (" ~ plan.key_columns | join(', ') ~ ") = (") ~ ", concat_ws(', ', "
       ~ parts | join(', ') ~ "), " ~ dbt_merge._sql_string("). Make the key unique in the SELECT, fix unique_key, or use "
       ~ "strategy='deduplicate' with dedup_order_by to keep one row per key. The target was not changed.") ~ ")") }}
+{% endmacro %}
+
+{#- A refused run's branch dropped, and the table's properties no longer naming it (the mark a
+    run sets before it makes its branch). -#}
+{% macro _drop_run_branch(plan, branch) %}
+  {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+  {% do dbt_merge._set_marks(plan, {'dbt_merge.branch': ''}) %}
 {% endmacro %}
 
 {#- Set the package's own table properties ({key: value}) in one statement (a metadata commit,
