@@ -628,3 +628,66 @@ def test_full_refresh_from_a_query_over_the_target(con, tmp_path):
         assert db.sql("select * from door_refresh.self_read order by id") == [(1, "A"), (2, "B")]
     finally:
         db.close()
+
+
+#: How a connection or a table could make DuckDB compare text by a collation (issue 35): the
+#: connection's default_collation (set for the session, as a dbt pre-hook would, or for the
+#: database), the key's and the value's COLLATE (nocase, noaccent), nothing.
+_COLLATED = {
+    "session nocase": ("set session default_collation = 'nocase'", "varchar", "varchar"),
+    "global nocase": ("set global default_collation = 'nocase'", "varchar", "varchar"),
+    "column nocase": ("", "varchar collate nocase", "varchar collate nocase"),
+    "column noaccent": ("", "varchar collate noaccent", "varchar collate noaccent"),
+    "none": ("", "varchar", "varchar"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(_COLLATED))
+def test_keys_and_changes_are_judged_byte_for_byte_whatever_the_collation(how):
+    """Keys 'a' and 'A' (and 'e', 'é') are two keys, a case-only or accent-only correction is
+    an update, and a nested or JSON value differing only in case is changed, whatever
+    collation the connection or the table has; a SELECT holding 'a' and 'A' is no repeated
+    key. Before: a nocase connection refused the SELECT as repeating key 'a', and the
+    corrections counted unchanged, never written (also by full_merge and deduplicate)."""
+    setting, key_type, value_type = _COLLATED[how]
+    con = duckdb.connect()
+    try:
+        if setting:
+            con.execute(setting)
+        con.execute(f"create table t (k {key_type}, name {value_type}, tags varchar[], doc json,"
+                     " s struct(x varchar))")
+        con.execute("insert into t values ('a', 'acme corp', ['x'], '{\"a\": 1}', {'x': 'p'}),"
+                    " ('e', 'cafe', ['y'], '{\"b\": 1}', {'x': 'q'})")
+        settings = con.execute("select name, value from duckdb_settings() order by 1").fetchall()
+        source = ("select * from (values ('a', 'Acme Corp', ['x'], '{\"a\": 1}', {'x': 'p'}),"
+                  " ('A', 'new', ['X'], '{\"A\": 1}', {'x': 'P'}),"
+                  " ('e', 'cafe', ['Y'], '{\"B\": 1}', {'x': 'Q'}),"
+                  " ('é', 'café', ['y'], '{\"b\": 1}', {'x': 'q'})) v(k, name, tags, doc, s)")
+        result = merge_table(con, source, "t", "k")
+        assert result.as_dict() == {"inserted": 2, "updated": 2, "deleted": 0, "unchanged": 0,
+                                    "total": 4}
+        rows = sorted(con.execute("select k, name, tags, doc::varchar, s.x from t").fetchall())
+        assert rows == [("A", "new", ["X"], '{"A": 1}', "P"),
+                        ("a", "Acme Corp", ["x"], '{"a": 1}', "p"),
+                        ("e", "cafe", ["Y"], '{"B": 1}', "Q"),
+                        ("é", "café", ["y"], '{"b": 1}', "q")]
+        # the same rows again: nothing changed, nothing written
+        again = merge_table(con, source, "t", "k", strategy="full_merge")
+        assert again.as_dict() == {"inserted": 0, "updated": 0, "deleted": 0, "unchanged": 4,
+                                   "total": 4}
+        # deduplicate: rows of one key that differ only in case differ (no order: refused)
+        with pytest.raises(MergeError, match=r"1 key\(s\) have rows that differ .* \(k\) = \(a\)"):
+            merge_table(con, "select 'a' as k, 'x' as name union all select 'a', 'X'", "t", "k",
+                        strategy="deduplicate")
+        # full_merge: 'A' and 'é' are not 'a' and 'e', so they are deleted
+        fm = merge_table(con, "select * from (values ('a', 'ACME CORP'), ('e', 'CAFE')) v(k, name)",
+                         "t", "k", strategy="full_merge", max_delete_fraction=1)
+        assert fm.as_dict() == {"inserted": 0, "updated": 2, "deleted": 2, "unchanged": 0,
+                                "total": 2}
+        assert sorted(con.execute("select k, name from t").fetchall()) == [
+            ("a", "ACME CORP"), ("e", "CAFE")]
+        assert con.execute("select name, value from duckdb_settings() order by 1"
+                           ).fetchall() == settings
+    finally:
+        con.close()
+

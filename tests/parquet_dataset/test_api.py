@@ -412,3 +412,48 @@ def test_history_dry_run_and_new_columns_of_a_dataset(five_files):
     assert stats["unchanged"] == 1
     names, got = read_dataset(five_files)
     assert names[-1] == "extra" and len(got) == 101
+
+
+@pytest.mark.parametrize("how", ["session nocase", "source column nocase", "none"])
+def test_keys_pruning_and_changes_are_judged_byte_for_byte(tmp_path, how):
+    """On a connection whose default_collation is nocase, or with a source column that carries
+    COLLATE NOCASE: the statistics pruning still finds the file holding key 'a' (its range is
+    'B'..'a' in byte order, which a nocase comparison reads as empty), keys 'a' and 'A' are two
+    keys, a case-only correction is an update and moves a row to the partition folder of its
+    new case. Before: key 'a' was inserted a second time, 'A' updated 'a' (or the SELECT was
+    refused as repeating it), and the corrections counted unchanged."""
+    con = duckdb.connect()
+    if how == "session nocase":
+        con.execute("set session default_collation = 'nocase'")
+    cast = "collate nocase" if how == "source column nocase" else ""
+
+    def src(values: str):
+        return con.sql(f"select k {cast} as k, name {cast} as name, r {cast} as r"
+                       f" from (values {values}) v(k, name, r)")
+
+    flat, parts = tmp_path / "flat", tmp_path / "parts"
+    first = "('B', 'bee', 'EU'), ('a', 'acme corp', 'EU')"
+    assert merge_parquet_dataset(src(first), flat, "k", connection=con)["inserted"] == 2
+    assert len(fingerprint(flat)) == 1
+    report = run_merge(src("('a', 'Acme Corp', 'EU')"), flat, "k", connection=con)
+    assert report.stats == {"inserted": 0, "updated": 1, "deleted": 0, "unchanged": 0,
+                            "total": 2}
+    assert report.files_scanned == 1
+    report = run_merge(src("('a', 'Acme Corp', 'EU'), ('A', 'new', 'EU')"), flat, "k",
+                       connection=con)
+    assert report.stats == {"inserted": 1, "updated": 0, "deleted": 0, "unchanged": 1,
+                            "total": 3}
+    assert rows(flat) == [("A", "new", "EU"), ("B", "bee", "EU"), ("a", "Acme Corp", "EU")]
+    again = merge_parquet_dataset(src("('a', 'Acme Corp', 'EU'), ('A', 'new', 'EU')"), flat,
+                                  "k", connection=con, strategy="full_merge",
+                                  max_delete_fraction=1)
+    assert again == {"inserted": 0, "updated": 0, "deleted": 1, "unchanged": 2, "total": 2}
+    # partitioned by r: a case-only change of r moves the row to the folder of its value
+    merge_parquet_dataset(src(first), parts, "k", connection=con, partition_by="r")
+    moved = merge_parquet_dataset(src("('a', 'acme corp', 'eu')"), parts, "k", connection=con)
+    assert moved == {"inserted": 0, "updated": 1, "deleted": 0, "unchanged": 0, "total": 2}
+    assert sorted(p.parent.name for p in parts.rglob("*.parquet")) == ["r=EU", "r=eu"]
+    assert rows(parts, {"r": "VARCHAR"}) == [("B", "bee", "EU"), ("a", "acme corp", "eu")]
+    assert con.execute("select current_setting('default_collation')").fetchone() == (
+        ("nocase",) if how == "session nocase" else ("",))
+    con.close()

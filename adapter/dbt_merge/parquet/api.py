@@ -837,7 +837,7 @@ class _Merge:
         )
         self.s.con.execute(f"create temporary view {target} as select * from {read}")
         self.s.created.append(("view", target))
-        key_match = self.m.key_match(plan["key_columns"], SRC, DST)
+        key_match = self.m.key_match(plan["key_columns"], SRC, DST, plan["compare"])
         # the macros' semantics: which target rows the merge considers (key not NULL, inside
         # incremental_predicates), the action of a matched pair (U, N, H, C, K), soft deletes
         considered = self.m.get("_target_rows_condition")(plan, False)
@@ -864,7 +864,8 @@ class _Merge:
             f"select {q.quote(action_col)}, count(*) from {matched} group by 1"
         )[1]:
             counts[action] = int(n)
-        key_list = ", ".join(q.quote(k) for k in plan["key_columns"])
+        # keys told apart byte for byte, as everywhere (compared_value)
+        key_list = self.m.compared_list(plan["compare"], plan["key_columns"])
         listed = ", ".join(q.literal(a) for a in q.MATCHED)
         matched_keys = self.s.one(
             f"select count(*) from (select distinct {key_list} from {matched}"
@@ -931,9 +932,10 @@ class _Merge:
                 else None
             ),
             now=self._now() if soft and soft["timestamp_column"] else None,
+            compared=self._compared(plan),
         )
         m_alias = "dbt_merge_matched"
-        matched_match = self.m.key_match(plan["key_columns"], m_alias, SRC)
+        matched_match = self.m.key_match(plan["key_columns"], m_alias, SRC, plan["compare"])
         matched_source = None
         if affected:
             matched_source = self.s.temp(
@@ -977,6 +979,14 @@ class _Merge:
         report.rows_written = sum(n for _, n in outputs)
         self._publish(report)
         report.dataset_files = len(files) - len(report.files_removed) + len(report.files_added)
+
+    def _compared(self, plan):
+        """compared_value of the plan, as a function (column, SQL expression) -> SQL: keys and
+        values judged byte for byte, whatever collation DuckDB would compare them by (the
+        connection's default_collation, a source column's COLLATE), also against the Parquet
+        statistics, which are in byte order."""
+        compare, macro = plan["compare"], self.m.get("compared_value")
+        return lambda column, expr: macro(compare, column, expr)
 
     def _free_name(self, base: str) -> str:
         """`base`, or `base (2)`, ...: a name no table or view of the connection has (the
@@ -1060,7 +1070,14 @@ class _Merge:
         ranges = self.s.temp("ranges", ranges_sql)
         found = self.s.query(
             q.candidate_files_sql(
-                ranges, source, file_col, [k.name for k in range_keys], lo, hi, part_keys
+                ranges,
+                source,
+                file_col,
+                [k.name for k in range_keys],
+                lo,
+                hi,
+                part_keys,
+                self._compared(plan),
             )
         )[1]
         hits = {r[0] for r in found}
