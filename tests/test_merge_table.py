@@ -691,3 +691,38 @@ def test_keys_and_changes_are_judged_byte_for_byte_whatever_the_collation(how):
     finally:
         con.close()
 
+
+@pytest.mark.parametrize("database", ["file", "in-memory"])
+def test_two_cursors_merging_one_new_key_insert_it_once(tmp_path, database):
+    """Two threads, each on a cursor of its own (as the docs advise), merge the same new key
+    into one table at the same moment, ten times: the key is inserted once, by one of them; the
+    other, which waited its turn, updates it. Before: each transaction's snapshot lacked the
+    key and both inserted it (19-20 keys of 20 held twice)."""
+    path = str(tmp_path / "db.duckdb") if database == "file" else ":memory:"
+    con = duckdb.connect(path)
+    con.execute("create table t (k integer, v varchar)")
+
+    def merge(n: int, i: int, barrier, results: list, errors: list) -> None:
+        cursor = con.cursor()
+        barrier.wait()
+        try:
+            results.append(merge_table(cursor, f"select {i} as k, 'v{n}' as v", "t", "k"))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        finally:
+            cursor.close()
+
+    for i in range(10):
+        barrier, results, errors = threading.Barrier(2), [], []
+        threads = [threading.Thread(target=merge, args=(n, i, barrier, results, errors))
+                   for n in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert sorted((r.inserted, r.updated, r.total) for r in results) == [
+            (0, 1, i + 1), (1, 0, i + 1)]
+        assert con.execute(f"select count(*) from t where k = {i}").fetchone() == (1,)
+    assert con.execute("select count(*), count(distinct k) from t").fetchone() == (10, 10)
+    con.close()
