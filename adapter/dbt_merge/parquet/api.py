@@ -28,7 +28,7 @@ import datetime
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from dbt_merge.options import MergeOptions, merge_config
-from dbt_merge.parquet import commit, layout, schema, types
+from dbt_merge.parquet import commit, layout, paths, schema, types
 from dbt_merge.parquet import history as merge_history
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
@@ -48,7 +48,6 @@ from dbt_merge.result import MergeResult
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated
     from typing import Unpack
 
-GLOB_CHARACTERS = "*?[{"
 STAT_NAMES = ("inserted", "updated", "deleted", "unchanged", "total")
 DEFAULT_ROWS_PER_FILE = 1_000_000
 DEFAULT_ROW_GROUP_SIZE = 122_880
@@ -225,31 +224,15 @@ def run_merge(
             "in-memory connection that is gone when the call returns. Pass connection= (a "
             "connection to the database that keeps the history). The dataset was not changed."
         )
-    if "://" in os.fspath(target_path):
-        raise ParquetMergeError(
-            prefix + "target_path must be a local folder: object stores (s3://, gs://, ...) have "
-            "no atomic rename, so a merge there could leave rows missing or doubled if it "
-            "stopped halfway (see docs/parquet-datasets.md, Guarantees). The dataset was "
-            "not changed."
-        )
-    # the folder the path names, as the file system resolves it (symlinks, `..`): the swap
-    # replaces that folder, never a symlink on the way to it
-    root = Path(os.path.realpath(os.fspath(target_path)))
-
-    glob = sorted({ch for ch in str(root) if ch in GLOB_CHARACTERS})
-    if glob:
-        # refused before anything is written: DuckDB expands them in every read of the dataset
-        fail(
-            f"the dataset's path {str(root)!r} has a glob character ({' '.join(glob)}), which "
-            "DuckDB would expand when reading the dataset (every later merge, every reader). "
-            "Choose a path without * ? [ {. The target was not changed."
-        )
-    if root.exists() and not root.is_dir():
-        fail(
-            f"target_path {str(root)!r} is a file, not a folder: a dataset is a folder of "
-            "Parquet files (the first merge creates it). Name a folder. The target was not "
-            "changed."
-        )
+    # the folder the path names, as the file system resolves it (`~`, symlinks, `..`): the
+    # swap replaces that folder, never a symlink on the way to it; refused there: an object
+    # store, a path readers cannot glob, a file, another table format's table
+    try:
+        root = paths.resolve(target_path, fail)
+    except ParquetMergeError as e:
+        if str(e).startswith(prefix):
+            raise
+        raise ParquetMergeError(prefix + str(e)) from None
 
     settings = _check_options(
         compression, rows_per_file, row_group_size, config.pop("partition_by", None), fail
@@ -740,10 +723,15 @@ class _Merge:
 
     def _paths(self, files: list[str]) -> list[str]:
         for f in [str(self.root), *files]:
-            if any(ch in f for ch in "*?[{"):
+            if any(ch in f for ch in paths.GLOB_CHARACTERS):
                 self.fail(
                     f"'{f}' has a glob character (* ? [ {{) in its path, which DuckDB "
                     "would expand. Rename it."
+                )
+            if "\\" in f:
+                self.fail(
+                    f"'{f}' has a backslash in its path, which DuckDB's glob reads as an "
+                    "escape: readers of the dataset would not find that file. Rename it."
                 )
         return [str(self.root / f) for f in files]
 
@@ -1197,16 +1185,55 @@ class _Merge:
         self.deferred = publish
 
 
-def dataset_read_sql(target_path: str | os.PathLike) -> str:
-    """A relation over the dataset as it is (no merge), for a reader: every `*.parquet` under
-    it, with DuckDB's hive parsing (types guessed) when it has partition folders."""
-    root = Path(os.path.realpath(os.fspath(target_path)))
-    partitions = layout.partition_columns(commit.list_files(root), str(root))
-    pattern = q.literal(str(root) + "/**/*.parquet")
-    hive = "true" if partitions else "false"
-    return (
-        f"(select * from read_parquet({pattern}, union_by_name = true, hive_partitioning = {hive}))"
-    )
+@contextlib.contextmanager
+def dataset_files(target_path: str | os.PathLike) -> Iterator[list[str]]:
+    """The dataset's Parquet files (absolute paths, sorted), with no merge of the package
+    publishing into it until the block ends: read them inside the block, and the read is the
+    dataset as one merge left it, never part of one state and part of another. A glob of
+    `target_path/**/*.parquet` taken while a merge publishes may not be (DuckDB skips a listed
+    file that is gone when it looks at it; see docs/parquet-datasets.md, Readers). A merge
+    waits to publish until such blocks end. `target_path` is resolved as the merge resolves it
+    (`~`, symlinks, `..`)."""
+    root = Path(os.path.realpath(os.path.expanduser(os.fspath(target_path))))
+    with commit.dataset_files(root) as files:
+        yield files
+
+
+def read_dataset(
+    target_path: str | os.PathLike,
+    *,
+    connection: duckdb.DuckDBPyConnection | None = None,
+    hive_types: dict[str, str] | None = None,
+):
+    """The dataset's rows as a PyArrow table, read inside dataset_files (one state of the
+    dataset, whatever merges publish meanwhile), union_by_name over its files. Partition
+    columns come from the folders below `target_path` only (a `k=v` folder above it is no
+    column), typed by `hive_types` ({column: DuckDB type}; VARCHAR otherwise: folder names
+    carry no type). `connection`: the DuckDB connection to read with (default: a private
+    one). A folder without Parquet files is refused."""
+    con = connection or duckdb.connect()
+    try:
+        with dataset_files(target_path) as files:
+            if not files:
+                raise ParquetMergeError(
+                    f"dbt_merge: dataset '{target_path}': it holds no Parquet file to read."
+                )
+            root = os.path.realpath(os.path.expanduser(os.fspath(target_path)))
+            rels = [os.path.relpath(f, root).replace(os.sep, "/") for f in files]
+            partitions = layout.partition_columns(rels, root)
+            hive = None
+            if partitions:
+                wanted = {k.lower(): v for k, v in (hive_types or {}).items()}
+                types = {p: wanted.get(p.lower(), "VARCHAR") for p in partitions}
+                values = {
+                    f: layout.partition_values(r, partitions)
+                    for f, r in zip(files, rels, strict=True)
+                }
+                hive = q.Hive(types, values)
+            return con.sql(f"select * from {q.read_files(files, hive)}").to_arrow_table()
+    finally:
+        if connection is None:
+            con.close()
 
 
 def _sibling(path: str, name: str) -> str:
