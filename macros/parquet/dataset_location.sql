@@ -12,7 +12,12 @@
 {% macro dataset_location(location=none, refuse=true) %}
   {% set raw = (render(config.get('location')) if location is none else location) | string %}
   {% set problem = none %}
-  {% if raw.startswith('~') %}
+  {% if not raw.strip() %}
+    {% set problem = "is empty: name the dataset's folder." %}
+  {% elif not raw.strip('/') %}
+    {% set problem = "is the file system's root: a dataset is a folder of its own (every `*.parquet` below it "
+        ~ "is its rows). Name that folder." %}
+  {% elif raw.startswith('~') %}
     {% set rest = raw[1:] %}
     {% if rest and not rest.startswith('/') %}
       {% set problem = "starts with ~ followed by a name: DuckDB reads only ~ and ~/... as the home folder, "

@@ -509,3 +509,14 @@ def test_another_table_formats_folder_is_refused(tmp_path, where):
     assert f"through {fmt}'s own writer" in message and "The dataset was not changed." in message
     assert fingerprint(tmp_path) == before
     assert not list(tmp_path.rglob("*.dbt_merge"))
+
+
+def test_an_empty_path_or_the_root_is_refused(tmp_path, monkeypatch):
+    """'' (before: the working folder, merged into as a dataset) and '/' are no dataset's
+    folder: refused before anything is written."""
+    monkeypatch.chdir(tmp_path)
+    for path, message in (("", "target_path is empty"), ("  ", "target_path is empty"),
+                          ("/", "is the file system's root")):
+        with pytest.raises(ParquetMergeError, match=message):
+            merge_parquet_dataset(table([1], ["a"]), path, "id")
+    assert list(tmp_path.iterdir()) == []

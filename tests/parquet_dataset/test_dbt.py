@@ -607,7 +607,8 @@ def test_location_paths_home_quotes_twins_table_formats_and_empty_runs(tmp_path,
     - two models at one folder (one named through a symlink, with a trailing slash) and a
       third inside it: each refused, naming another, nothing written (before: each merged
       into the other's rows);
-    - a Delta table's folder, `~name/...` and a backslash: refused before anything is written;
+    - a Delta table's folder, `~name/...`, a backslash, an empty location (the working folder
+      before) and `/`: refused before anything is written;
     - --empty on a partitioned dataset under a `k=v` folder keeps the partition column's type
       (VARCHAR values '7', '8') and no `env` column (before: the view became BIGINT p and an
       extra column env)."""
@@ -641,6 +642,8 @@ def test_location_paths_home_quotes_twins_table_formats_and_empty_runs(tmp_path,
         "delta": str(lake / "delta_t"),
         "tilde_name": "~no_such_user_here/x",
         "backslash": str(lake / "a\\b"),
+        "empty_location": "",
+        "root": "/",
     }
     models = {}
     for name, location in locations.items():
@@ -663,6 +666,8 @@ def test_location_paths_home_quotes_twins_table_formats_and_empty_runs(tmp_path,
     assert "is a Delta table (its marker: " in first.error("delta")
     assert "starts with ~ followed by a name" in first.error("tilde_name")
     assert "has a backslash, which DuckDB's glob reads as an escape" in first.error("backslash")
+    assert "location '' is empty" in first.error("empty_location")
+    assert "location '/' is the file system's root" in first.error("root")
     assert sorted(p.name for p in lake.iterdir()) == [".it's 50% ü x.dbt_merge", "delta_t",
                                                      "it's 50% ü x"]
 

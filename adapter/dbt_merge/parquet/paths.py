@@ -61,7 +61,15 @@ def resolve(target_path: str | os.PathLike, fail: Callable[[str], None]) -> Path
             "it has no home folder to stand for. Write the folder's full path (or ~/... for "
             "your own home folder). The target was not changed."
         )
+    if not expanded.strip():
+        fail("target_path is empty: name the dataset's folder. The target was not changed.")
     root = Path(os.path.realpath(expanded))
+    if root.parent == root:
+        fail(
+            f"target_path {raw!r} is the file system's root: a dataset is a folder of its own "
+            "(every `*.parquet` below it is its rows). Name that folder. The target was not "
+            "changed."
+        )
     problem = glob_problem(str(root))
     if problem:
         # refused before anything is written: every read of the dataset globs its folder
