@@ -197,7 +197,7 @@ def test_readers_during_a_loop_of_swaps_see_one_state(tmp_path, partitioned):
     for thread in threads:
         thread.start()
     try:
-        for version in range(1, 13):  # rows 0..149 (two files, both partitions) to `version`
+        for version in range(1, 9):  # rows 0..149 (two files, both partitions) to `version`
             inc = {"id": pa.array(range(150), pa.int64()),
                    "v": pa.array([version] * 150, pa.int64())}
             if partitioned:
