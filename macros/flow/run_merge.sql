@@ -16,6 +16,8 @@
   contract_enforced  check the SELECT's columns against the model's contract (dbt only)
 -#}
 {% macro run_merge(cfg, target, existing, rebuild, sql, contract_enforced=false) %}
+  {#-- a view the SELECT reads that the engine may read at an old definition: refused first --#}
+  {% do dbt_merge.check_upstream_views(sql) %}
   {%- set relations = dbt_merge.work_relations(target, cfg) -%}
   {%- set started_at = modules.datetime.datetime.utcnow() -%}
 
