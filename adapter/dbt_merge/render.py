@@ -51,18 +51,18 @@ MACRO_FOLDERS = (
 
 
 def macros_dir() -> Path:
-    """The package's macros/ folder: $DBT_MERGE_MACROS, the copy shipped inside the Python
-    package (`dbt_merge/_macros`, in built wheels), or the repository checkout."""
+    """The package's macros/ folder: $DBT_MERGE_MACROS, the dbt package shipped inside the Python
+    package (`dbt_merge/dbt_package/macros`, in built wheels), or the repository checkout."""
     override = os.environ.get("DBT_MERGE_MACROS")
     if override:
         return Path(override)
     here = Path(__file__).resolve().parent
-    for candidate in (here / "_macros", here.parent.parent / "macros"):
+    for candidate in (here / "dbt_package" / "macros", here.parent.parent / "macros"):
         if (candidate / "plan" / "merge_strategies.sql").is_file():
             return candidate
     raise MergeError(
-        "cannot find the dbt_merge macros (looked in dbt_merge/_macros and the checkout's "
-        "macros/). Set DBT_MERGE_MACROS to the package's macros folder."
+        "cannot find the dbt_merge macros (looked in dbt_merge/dbt_package/macros and the "
+        "checkout's macros/). Set DBT_MERGE_MACROS to the package's macros folder."
     )
 
 
