@@ -10,6 +10,11 @@ def __getattr__(name: str):
         from dbt_merge import parquet
 
         return getattr(parquet, name)
+    if name == "plugins":
+        # read by dbt (its plugin discovery imports dbt_* modules): the halves' version check
+        from dbt_merge.dbt_plugin import HalvesCheck
+
+        return [HalvesCheck]
     if name in ("MergeError", "MergeResult"):
         from dbt_merge import errors, result
 
