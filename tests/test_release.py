@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -46,13 +47,52 @@ def test_the_dbt_package_is_the_same_version():
     assert DBT_PROJECT["version"] == VERSION
 
 
-def test_the_readme_and_the_ci_example_pin_this_release():
-    readme = (ROOT / "README.md").read_text()
-    install = readme.split("## Installing it in your project", 1)[1].split("\n## ", 1)[0]
-    assert re.findall(r"revision: (\S+)", install) == [f"v{VERSION}"]
-    assert re.findall(r"git\+\S+@([^\"\s]+)", install) == [f"v{VERSION}"]
-    workflow = (ROOT / "examples" / "ci" / "dbt-merge-dry-run.yml").read_text()
-    assert re.findall(r"git\+\S+@([^\"\s]+)", workflow) == [f"v{VERSION}"]
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+    assert done.returncode == 0, (
+        f"git {' '.join(args)}: {done.stderr.strip()} (these tests need the repository's "
+        "history: a plain `git clone`, not a shallow one)")
+    return done.stdout
+
+
+def _newest_release() -> tuple[str, str]:
+    newest = max(dbt_merge.version.RELEASES, key=Version)
+    return newest, dbt_merge.version.RELEASES[newest]
+
+
+@pytest.mark.parametrize("release", sorted(dbt_merge.version.RELEASES))
+def test_each_recorded_release_is_a_commit_of_the_history_of_that_version(release):
+    """What a team pins exists in every clone: the recorded commit is an ancestor of HEAD, and
+    its dbt_project.yml, __version__ and CHANGELOG.md say that release."""
+    commit = dbt_merge.version.RELEASES[release]
+    assert re.fullmatch(r"[0-9a-f]{40}", commit), commit
+    assert _git("cat-file", "-t", commit).strip() == "commit"
+    _git("merge-base", "--is-ancestor", commit, "HEAD")
+    assert yaml.safe_load(_git("show", f"{commit}:dbt_project.yml"))["version"] == release
+    init = _git("show", f"{commit}:adapter/dbt_merge/__init__.py")
+    assert re.search(r'^__version__ = "(.+)"$', init, re.M).group(1) == release
+    changelog = _git("show", f"{commit}:CHANGELOG.md")
+    assert re.search(rf"^## \[{re.escape(release)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M)
+    assert Version(release) <= Version(VERSION)
+    # a tag of the release, where this clone has one, is that commit
+    tag = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "-q", "--verify",
+                          f"refs/tags/v{release}^{{commit}}"], capture_output=True, text=True)
+    if tag.returncode == 0:
+        assert tag.stdout.strip() == commit, f"the tag v{release} is not the release's commit"
+
+
+def test_the_docs_and_the_ci_example_pin_the_newest_release():
+    """Every revision the README, the install page, RELEASING.md's example and the CI example
+    install is the newest recorded release's commit, in full."""
+    release, commit = _newest_release()
+    pages = {name: (ROOT / name).read_text() for name in (
+        "README.md", "docs/install.md", "RELEASING.md", "examples/ci/dbt-merge-dry-run.yml")}
+    for name, text in pages.items():
+        pinned = re.findall(r"revision: (\S+)", text) + re.findall(r"git\+\S+@([^\"\s]+)", text)
+        pinned += re.findall(r"git -C \S+ checkout (\S+)", text)
+        assert pinned, name
+        assert set(pinned) == {commit}, (name, pinned)
+        assert f"release {release}" in text, name
 
 
 def test_the_changelog_has_this_release_under_unreleased():
