@@ -37,7 +37,16 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jinja2
+try:
+    import jinja2
+except ModuleNotFoundError as missing:
+    # an install with another extra (chdb alone): one error naming the extra that brings it
+    raise ModuleNotFoundError(
+        "dbt_merge's Python doors render the package's macros with Jinja2, which is not "
+        "installed here. Install the extra of the door: pip install 'dbt-merge[spark]' for "
+        "merge_dataframe, 'dbt-merge[parquet]' for merge_table and merge_parquet_dataset.",
+        name=missing.name,
+    ) from None
 
 from dbt_merge.errors import MergeError
 
