@@ -10,9 +10,9 @@
 - A view the merge reads that Spark would read at an old definition (an Iceberg view replaced
   without the example's macros/spark__create_view_as.sql) is refused, and the target left as it
   was; with the macro the same run merges the view's SQL of now.
-- examples/python_doors.py: merge_table and merge_parquet_dataset, a first load and an
-  increment each (examples/pyspark_job.py, merge_dataframe's, runs in
-  tests/test_merge_dataframe.py).
+- docs/python.md's examples, each a whole file of examples/, run as shown, and
+  examples/python_doors.py (merge_table and merge_parquet_dataset, a first load and an increment
+  each; examples/pyspark_job.py, merge_dataframe's, runs in tests/test_merge_dataframe.py).
 - scripts/demo.py's statistics table (`make demo`) on the example project's runs.
 - Every code block of README.md and docs/ that shows a merge model, a Python door's call, a Spark
   profile or a data test names the file of examples/ it is taken from on its first line
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import runpy
 import shlex
@@ -125,7 +126,8 @@ def test_every_example_in_the_docs_names_its_file_and_is_its_text():
     models = {p.relative_to(ROOT).as_posix() for p in (PROJECT / "models").rglob("*.sql")}
     staging = {m for m in models if "/staging/" in m}
     assert models - staging <= set(taken), sorted(models - staging - set(taken))
-    assert {"examples/python_doors.py", "examples/pyspark_job.py",
+    assert {"examples/merge_table.py", "examples/merge_parquet_dataset.py",
+            "examples/pyspark_job.py", "examples/python_doors.py",
             "examples/project/profiles.yml"} <= set(taken)
 
 
@@ -387,7 +389,8 @@ def spark_runs(tmp_path_factory):
         "dbt deps", "dbt seed --target spark",
         "dbt run --target spark --select +customers --vars {day: 1}",
         "dbt run --target spark --select +customers"]
-    project = _run_commands(_page_commands("examples.md", "dbt seed --target spark", blocks=1), copy)
+    project = _run_commands(
+        _page_commands("examples.md", "dbt seed --target spark", blocks=1), copy)
     assert [r.command for r in project] == [
         "dbt seed --target spark", "dbt run --target spark --full-refresh --vars {day: 1}",
         "dbt run --target spark", "dbt test --target spark"]
@@ -441,7 +444,8 @@ def test_a_replaced_iceberg_view_is_refused_and_the_macro_fixes_it(spark_runs, s
         "Iceberg view replaced (create or replace view) since it was created." in message
     ), message
     assert "drop view analytics.stg_customers" in message and "spark__create_view_as" in message
-    assert "(docs/spark.md, Views on an Iceberg session catalog). The target was not changed." in message
+    assert ("(docs/spark.md, Views on an Iceberg session catalog). The target was not "
+            "changed.") in message
     assert customers() == before
     # what Spark reads is still day 2's extract, whatever the view's SQL now says
     # (day 2 has customers 2 to 5, day 1 has 1 to 4)
@@ -457,6 +461,28 @@ def test_a_replaced_iceberg_view_is_refused_and_the_macro_fixes_it(spark_runs, s
         "show tblproperties analytics.stg_customers").collect()}
     assert properties["table_type"] == "ICEBERG-VIEW"
     assert "previous_metadata_location" not in properties
+
+
+@pytest.mark.parametrize("name", ["merge_table.py", "merge_parquet_dataset.py"])
+def test_the_python_pages_examples_run_as_shown(tmp_path, name):
+    """docs/python.md shows each door's example whole: the block, saved as a file and run in an
+    empty folder with the Python package installed, prints what its closing comment says.
+    (examples/pyspark_job.py, shown whole too, runs in tests/test_merge_dataframe.py.)"""
+    (block,) = [lines for page, lang, lines in _blocks()
+                if page.name == "python.md" and lang == "python"
+                and lines[0] == f"# examples/{name}"]
+    assert block[1:] == (EXAMPLES / name).read_text().splitlines()[1:]
+    (tmp_path / "shown.py").write_text("\n".join(block) + "\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "adapter")}
+    done = subprocess.run([sys.executable, "shown.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    first_print = next(i for i, line in enumerate(block) if line.lstrip().startswith("print("))
+    said = [line[2:] for line in block[first_print:] if line.startswith("# ")]
+    assert done.stdout.splitlines() == said, (done.stdout, said)
+    (pyspark,) = [lines for page, lang, lines in _blocks()
+                  if page.name == "python.md" and lines[0] == "# examples/pyspark_job.py"]
+    assert pyspark[1:] == (EXAMPLES / "pyspark_job.py").read_text().splitlines()
 
 
 def test_the_python_doors_example_runs(tmp_path, monkeypatch, capsys):
