@@ -200,7 +200,7 @@ STAT_NAMES = ("inserted", "updated", "deleted", "unchanged", "total")
 STATS = re.compile(r"(\d+) inserted, (\d+) updated, (\d+) deleted, (\d+) unchanged, (\d+) total")
 #: the shell commands a page may show that these tests do not run (the install is
 #: tests/install's, the exports are the test process's own)
-NOT_RUN_HERE = ("python", "pip", "export", "java", "apt-get", "git")
+NOT_RUN_HERE = ("python", "python3", "pip", "export", "java", "apt-get", "git")
 
 
 def _page_commands(page: str, holding: str, blocks: int = 99) -> list[list[str]]:
@@ -291,7 +291,7 @@ def project_runs(tmp_path_factory):
     copy = _copy_project(tmp_path_factory.mktemp("examples") / "project")
     runs = _run_commands(_page_commands("examples.md", "dbt deps", blocks=1), copy)
     assert [r.command for r in runs] == [
-        "dbt deps", "dbt seed", "dbt run --vars {day: 1}", "dbt run", "dbt test"]
+        "dbt deps", "dbt seed", "dbt run --full-refresh --vars {day: 1}", "dbt run", "dbt test"]
     steps = dict(zip(["deps", "seed", "day 1", "day 2", "test"], runs, strict=True))
     steps["dry run"], = _run_commands(
         [["run", "-s", "+accounts", "--vars", "{day: 1, dbt_merge_dry_run: true}"]], copy)
