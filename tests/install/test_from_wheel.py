@@ -427,6 +427,14 @@ def test_chdb_extra_reads_an_embedded_clickhouse_table(installs, tmp_path):
         "which is not installed here. Install the extra of the door: pip install "
         "'dbt-merge[spark]' for merge_dataframe, 'dbt-merge[parquet]' for merge_table and "
         "merge_parquet_dataset."), door.stderr
+    door = subprocess.run([venv.path / "bin" / "python", "-c",
+                           "from dbt_merge import merge_parquet_dataset"],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env=_user_env(venv.path), timeout=RUN_SECONDS)
+    assert door.returncode == 1, door
+    assert door.stderr.splitlines()[-1] == (
+        "ModuleNotFoundError: dbt_merge.merge_parquet_dataset needs DuckDB and Jinja2, which "
+        "are not installed here: pip install 'dbt-merge[parquet]'."), door.stderr
     # inspect reads a dbt project, which needs dbt: one error line naming the extra
     done = subprocess.run(["dbt-merge", "inspect", "--dsn", "chdb://" + str(tmp_path / "chdb")],
                           capture_output=True, text=True, cwd=tmp_path,
