@@ -166,6 +166,12 @@
   {%- if not plan.history.cols.dbt_is_deleted -%}
     {{ return('false') }}
   {%- endif -%}
+  {#- a column being added (on_schema_change) is NULL in every row until the write: no deletion
+      record; the write (apply_history) reads the column it added -#}
+  {% for added in (plan.schema.added if plan.schema is not none and not plan.history.get('writing') else [])
+      if added.name | lower == plan.history.cols.dbt_is_deleted | lower %}
+    {{ return('false') }}
+  {% endfor %}
   {{ return('coalesce(' ~ alias ~ '.' ~ dbt_merge.quote_identifier(plan.history.cols.dbt_is_deleted) ~ " = 'True', false)") }}
 {% endmacro %}
 

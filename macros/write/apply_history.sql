@@ -18,6 +18,8 @@
   {% if c.I + c.U + c.R + c.D == 0 %}
     {{ return(none) }}
   {% endif %}
+  {#- the schema change is made: read the columns it added (history_deleted) -#}
+  {% do plan.history.update({'writing': true}) %}
   {{ return(adapter.dispatch('apply_history', 'dbt_merge')(plan, stats)) }}
 {% endmacro %}
 
