@@ -12,7 +12,9 @@ and that run's time" in each table. The sequence keeps to what dbt snapshots wri
 key returns with an updated_at after its deletion (dbt would otherwise write a version that
 overlaps the closed one, see docs/history.md). A late row (older than its key's current
 version) is in it: dbt ignores it silently, the model holds it back and counts it, and the two
-tables agree.
+tables agree. On Spark, dbt-spark writes a new_record deletion record with NULL in every
+column of the SELECT (its key too, so it never closes); for that mode the versions of the data
+are compared there, not the deletion records.
 
 Also, on DuckDB, the model's refusals and reports through dbt: the console line and
 run_results.json's adapter_response, the merge_history_table row, `--full-refresh` refused
@@ -64,8 +66,8 @@ def pairs():
 #: catalog is Spark's session catalog over a Hive metastore (this project's profile): `show table
 #: extended` says `Provider: hive` for an Iceberg table there, so dbt-spark's relation is not
 #: `is_iceberg` ("The existing table ... is in another format than 'delta' or 'iceberg' or
-#: 'hudi'"). The test project tells it, from the table's own property, so that `dbt snapshot`
-#: runs at all (the package's models need nothing of the kind).
+#: 'hudi'"). The test project tells it, from `describe table extended` (which says iceberg), so
+#: that `dbt snapshot` runs at all (the package's models read the table's format that way).
 SNAPSHOT_ICEBERG = """\
 {% macro spark__get_or_create_relation(database, schema, identifier, type) %}
   {% set found = adapter.get_relation(database=database, schema=schema, identifier=identifier) %}
@@ -73,10 +75,11 @@ SNAPSHOT_ICEBERG = """\
     {{ return((false, api.Relation.create(database=database, schema=schema, identifier=identifier, type=type))) }}
   {% endif %}
   {% if execute and not found.is_iceberg %}
-    {% set rows = run_query("show tblproperties " ~ found ~ " ('table_type')").rows %}
-    {% if rows and (rows[0][1] | string | upper) == 'ICEBERG' %}
+    {% for row in run_query("describe table extended " ~ found).rows
+        if (row[0] or '') | trim == 'Provider' and (row[1] or '') | trim | lower == 'iceberg' %}
       {% set found = found.incorporate(is_iceberg=true) %}
-    {% endif %}
+      {{ return((true, found)) }}
+    {% endfor %}
   {% endif %}
   {{ return((true, found)) }}
 {% endmacro %}
@@ -146,7 +149,7 @@ def compare_with_snapshots(engine, tmp_path) -> None:
     labels = {f"{m}_{v}": ({}, {}) for m, v in pairs()}
     for step, state in enumerate(STATES):
         engine.create(SCHEMA + "_src", "src", SOURCE, state)
-        run = run_dbt(["build"], root, engine.name, PROFILES_DIR)
+        run = run_dbt(["build", "--threads", "4"], root, engine.name, PROFILES_DIR)
         assert run.success, [(r.node.name, r.message) for r in run.results if r.status != "success"]
         for mode, validity in pairs():
             name = f"{mode}_{validity}"
@@ -158,7 +161,14 @@ def compare_with_snapshots(engine, tmp_path) -> None:
             label_clock(ours[1], our_labels, step)
             check_ids(snap[1], engine.dialect == "spark")
             check_ids(ours[1], engine.dialect == "spark")
-            a, b = normalized(snap[1], snap_labels), normalized(ours[1], our_labels)
+            snap_rows, our_rows = snap[1], ours[1]
+            if engine.dialect == "spark" and mode == "new_record":
+                # dbt-spark 1.11 writes its deletion records with NULL in every column of the
+                # SELECT, the key included (so they never close): compared are the versions of
+                # the data alone (docs/history.md)
+                snap_rows = [r for r in snap_rows if r["dbt_is_deleted"] != "True"]
+                our_rows = [r for r in our_rows if r["dbt_is_deleted"] != "True"]
+            a, b = normalized(snap_rows, snap_labels), normalized(our_rows, our_labels)
             assert a == b, f"state {step}, {name}:\n  snapshot: {a}\n  model:    {b}"
         if step == 2:  # the late row: dbt ignores it, the model holds it back (timestamp strategy)
             message = run.result("model_ignore_ts").adapter_response["_message"]
@@ -173,3 +183,47 @@ def test_history_writes_what_dbt_snapshot_writes_on_duckdb(tmp_path):
 @pytest.mark.spark
 def test_history_writes_what_dbt_snapshot_writes_on_spark(spark, tmp_path):
     compare_with_snapshots(SparkEngine(spark), tmp_path)
+
+
+def test_a_history_model_through_dbt_on_duckdb(tmp_path):
+    """The console line and run_results.json, merge_history_table's row, --full-refresh refused
+    unless full_refresh=true, and dbt_merge.current_unique on a sound and a broken table."""
+    with DuckEngine() as engine:
+        engine.setup(SCHEMA, SCHEMA + "_src")
+        base = {"strategy": "history", "unique_key": "id", "updated_at": "u", "schema": SCHEMA,
+                "hard_deletes": "invalidate", "max_delete_fraction": 1,
+                "merge_history_table": "merge_log"}
+        select = "select * from {{ source('src', 'src') }}"
+        models = {"kept": model_sql(base, select),
+                  "rebuilt": model_sql({**base, "full_refresh": True}, select)}
+        yml = {"sources": [{"name": "src", "schema": SCHEMA + "_src", "tables": [{"name": "src"}]}],
+               "models": [{"name": "kept", "data_tests": ["dbt_merge.current_unique"]}]}
+        root = make_project(tmp_path / "hist_dbt", "hist_dbt", models, None, yml)
+        engine.create(SCHEMA + "_src", "src", SOURCE, STATES[0])
+        run = run_dbt(["run"], root, "duckdb", PROFILES_DIR)
+        assert run.success
+        engine.create(SCHEMA + "_src", "src", SOURCE, STATES[1])
+        run = run_dbt(["run"], root, "duckdb", PROFILES_DIR)
+        response = run.result("kept").adapter_response
+        assert response["_message"] == ("MERGE history: 1 inserted, 1 updated, 1 deleted, 1 unchanged, "
+                                        "3 total, 0 held back, 5 versions")
+        assert response["code"] == "MERGE" and response["rows_affected"] == 3
+        log = engine.con.execute(f"select inserted, updated, deleted, unchanged, held_back, total, "
+                                 f"versions from {SCHEMA}.merge_log where model_unique_id like '%kept' "
+                                 "order by started_at").fetchall()
+        assert log == [(3, 0, 0, 0, 0, 3, 3), (1, 1, 1, 1, 0, 3, 5)]
+
+        before = engine.rows(SCHEMA, "kept")
+        run = run_dbt(["run", "--full-refresh"], root, "duckdb", PROFILES_DIR)
+        assert "--full-refresh would rebuild the history table" in run.error("kept")
+        assert "losing every past version" in run.error("kept")
+        assert engine.rows(SCHEMA, "kept") == before
+        assert str(run.result("rebuilt").status) == "success"
+        assert len(engine.rows(SCHEMA, "rebuilt")[1]) == 3  # rebuilt: one version per row
+
+        assert run_dbt(["test"], root, "duckdb", PROFILES_DIR).success
+        engine.con.execute(f"insert into {SCHEMA}.kept select id, 'z', w, u, 'x', dbt_updated_at, "
+                           f"dbt_valid_from, null from {SCHEMA}.kept where id = 1 and dbt_valid_to is null")
+        test = run_dbt(["test"], root, "duckdb", PROFILES_DIR)
+        assert not test.success
+        assert test.results[0].failures == 2  # both current versions of key 1
