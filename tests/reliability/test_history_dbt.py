@@ -147,7 +147,9 @@ def compare_with_snapshots(engine, tmp_path) -> None:
     engine.setup(SCHEMA, SCHEMA + "_src")
     root = project(tmp_path, engine)
     labels = {f"{m}_{v}": ({}, {}) for m, v in pairs()}
-    for step, state in enumerate(STATES):
+    # on Spark the last state (a second key coming back) is left out: key 2 comes back already,
+    # and each state is a dbt build of twelve nodes
+    for step, state in enumerate(STATES if engine.dialect != "spark" else STATES[:-1]):
         engine.create(SCHEMA + "_src", "src", SOURCE, state)
         run = run_dbt(["build", "--threads", "4"], root, engine.name, PROFILES_DIR)
         assert run.success, [(r.node.name, r.message) for r in run.results if r.status != "success"]
