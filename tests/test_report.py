@@ -464,7 +464,8 @@ def test_a_history_merge_reports_its_versions():
     versions column only when such a merge ran."""
     from dbt_merge.report import MergeRow, RunReport, format_markdown, parse_stats_message
 
-    line = "MERGE history: 1 inserted, 2 updated, 0 deleted, 3 unchanged, 6 total, 1 held back, 9 versions"
+    line = ("MERGE history: 1 inserted, 2 updated, 0 deleted, 3 unchanged, 6 total, 1 held back, "
+            "9 versions")
     stats = parse_stats_message(line)
     assert stats["versions"] == 9 and stats["held_back"] == 1 and stats["counts"]["total"] == 6
     assert "versions" not in parse_stats_message("MERGE upsert: 1 inserted, 0 updated, 0 deleted, "

@@ -97,9 +97,9 @@
     {% if schema is not none and dbt_merge._find_column(m.name, target_names) is none %}
       {% if m.role != 'dbt_is_deleted' %}
         {{ dbt_merge.raise_merge_error("the target " ~ relations.target ~ " has no column '" ~ m.name ~ "' (" ~ m.role
-            ~ "), so it is not a history table (columns: " ~ target_names | join(', ') ~ "). Point the model at its "
-            ~ "history table, fix snapshot_meta_column_names, or rebuild it with full_refresh=true and --full-refresh "
-            ~ "(which starts its history anew). The target was not changed.") }}
+            ~ "), so it is not a history table (columns: " ~ target_names | join(', ') ~ "). Merge into the history "
+            ~ "table itself, fix snapshot_meta_column_names, or rebuild the table with --full-refresh (its history "
+            ~ "starts anew). The target was not changed.") }}
       {% endif %}
       {{ dbt_merge.raise_merge_error("the target " ~ relations.target ~ " has no column '" ~ m.name ~ "', which "
           ~ "hard_deletes='new_record' writes. Add it with on_schema_change='append_new_columns' (past versions get "

@@ -32,7 +32,6 @@ from .reference import (
     RunTime,
     ScdId,
     history_merge,
-    same,
 )
 
 SEQUENCES = int(os.environ.get("DBT_MERGE_HISTORY_SEQUENCES", "48"))
@@ -75,8 +74,12 @@ def sequences(draw) -> Sequence:
             if rnd.random() < 0.25:
                 continue  # the key is not in this state (never was, left, or stays away)
             when = rnd.choice(["next", "next", "same", "same", "older", "future"])
-            day = {"next": DAYS[min(step + 1, 7)], "same": DAYS[min(step, 7)],
-                   "older": DAYS[max(step - 1, 0)], "future": FUTURE[min(step, 2)]}[when]
+            day = {
+                "next": DAYS[min(step + 1, 7)],
+                "same": DAYS[min(step, 7)],
+                "older": DAYS[max(step - 1, 0)],
+                "future": FUTURE[min(step, 2)],
+            }[when]
             row = {"id": i, "v": rnd.choice(["a", "b", None]), "w": rnd.choice([1, 2]), "u": day}
             if len(key) > 1:
                 row["g"] = "x" if i % 2 else "y"
@@ -97,8 +100,14 @@ def sequences(draw) -> Sequence:
 def drawn(n: int) -> tuple[Sequence, ...]:
     found: list[Sequence] = []
 
-    @settings(derandomize=True, database=None, phases=[Phase.generate], deadline=None,
-              max_examples=n, suppress_health_check=list(HealthCheck))
+    @settings(
+        derandomize=True,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+        max_examples=n,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(sequences())
     def collect(seq: Sequence) -> None:
         found.append(seq)
@@ -107,8 +116,12 @@ def drawn(n: int) -> tuple[Sequence, ...]:
     # hypothesis' derandomized draws favour their first choices: the mode of each sequence is
     # set by its number, so that every hard_deletes mode meets both validity sources and each
     # kind of compared columns
-    combos = [(mode, updated_at, check) for mode in ("ignore", "invalidate", "new_record")
-              for updated_at in ("u", None) for check in (None, ["v"], ["all"])]
+    combos = [
+        (mode, updated_at, check)
+        for mode in ("ignore", "invalidate", "new_record")
+        for updated_at in ("u", None)
+        for check in (None, ["v"], ["all"])
+    ]
     for i, seq in enumerate(found[:n]):
         mode, updated_at, check = combos[i % len(combos)]
         seq.opts.hard_deletes, seq.opts.updated_at, seq.opts.check_columns = mode, updated_at, check
@@ -130,8 +143,11 @@ def time_texts(value) -> set[str]:
     if isinstance(value, dt.datetime):
         text = value.strftime("%Y-%m-%d %H:%M:%S")
         fraction = f"{value.microsecond:06d}"
-        return {text + "." + fraction, text + "." + fraction.rstrip("0")} if value.microsecond \
+        return (
+            {text + "." + fraction, text + "." + fraction.rstrip("0")}
+            if value.microsecond
             else {text}
+        )
     return {str(value)}
 
 
@@ -153,8 +169,12 @@ def expected_ids(scd: ScdId, times) -> set[str]:
     return {hashlib.md5(o.encode()).hexdigest() for o in _scd_text(scd.parts, times)}
 
 
-def map_run_time(before: list[dict], after: list[dict], times: dict[int, dt.datetime], n: int,
-                 ) -> None:
+def map_run_time(
+    before: list[dict],
+    after: list[dict],
+    times: dict[int, dt.datetime],
+    n: int,
+) -> None:
     """The run's time (the one value of the table no source holds that is new after run `n`)."""
     old = {v for r in before for v in r.values() if is_run_time(v)}
     new = {v for r in after for v in r.values() if is_run_time(v)} - old - set(times.values())
@@ -178,18 +198,24 @@ def compare(got: list[dict], want: list[dict], times, columns: list[str]) -> Non
         by_token.setdefault(token(row), set()).update(expected_ids(row["dbt_scd_id"], times))
     for row in got:
         assert row["dbt_scd_id"] in by_token[token(row)], (
-            f"dbt_scd_id {row['dbt_scd_id']} of {token(row)} is not md5 of {by_token[token(row)]}")
+            f"dbt_scd_id {row['dbt_scd_id']} of {token(row)} is not md5 of {by_token[token(row)]}"
+        )
 
 
 def run_sequence(seq: Sequence, merge, read) -> None:
     """Merge each state with `merge(rows, options)` (MergeResult, or MergeError raised) and check
     the table (`read()`: its rows, or None) against the reference after each."""
     table, times = None, {}
-    options = {"updated_at": seq.opts.updated_at, "hard_deletes": seq.opts.hard_deletes,
-               "late_rows": seq.opts.late_rows, "max_delete_fraction": seq.opts.max_delete_fraction}
+    options = {
+        "updated_at": seq.opts.updated_at,
+        "hard_deletes": seq.opts.hard_deletes,
+        "late_rows": seq.opts.late_rows,
+        "max_delete_fraction": seq.opts.max_delete_fraction,
+    }
     if seq.opts.check_columns:
         options["merge_check_columns"] = (
-            "all" if seq.opts.check_columns == ["all"] else seq.opts.check_columns)
+            "all" if seq.opts.check_columns == ["all"] else seq.opts.check_columns
+        )
     for n, rows in enumerate(seq.states):
         before = read() or []
         try:
@@ -198,9 +224,11 @@ def run_sequence(seq: Sequence, merge, read) -> None:
             with pytest.raises(Exception) as raised:
                 merge(rows, options)
             assert any(ERROR_EXCERPTS[k] in str(raised.value) for k in error.kinds), (
-                f"run {n}: expected {error.kinds}, got {raised.value}")
+                f"run {n}: expected {error.kinds}, got {raised.value}"
+            )
             assert sorted(map(repr, read() or [])) == sorted(map(repr, before)), (
-                f"run {n}: a refused run changed the table")
+                f"run {n}: a refused run changed the table"
+            )
             continue
         result = merge(rows, options)
         after = read()
@@ -215,19 +243,26 @@ def run_sequence(seq: Sequence, merge, read) -> None:
 
 
 def duck_source(con, rows: list[dict], key: list[str]) -> str:
-    columns = [("id", "bigint"), *([("g", "varchar")] if len(key) > 1 else []), ("v", "varchar"),
-               ("w", "integer"), ("u", "timestamp")]
-    con.execute("create or replace table src ("
-                + ", ".join(f"{c} {t}" for c, t in columns) + ")")
+    columns = [
+        ("id", "bigint"),
+        *([("g", "varchar")] if len(key) > 1 else []),
+        ("v", "varchar"),
+        ("w", "integer"),
+        ("u", "timestamp"),
+    ]
+    con.execute("create or replace table src (" + ", ".join(f"{c} {t}" for c, t in columns) + ")")
     if rows:
-        con.executemany(f"insert into src values ({', '.join('?' for _ in columns)})",
-                        [[r[c] for c, _ in columns] for r in rows])
+        con.executemany(
+            f"insert into src values ({', '.join('?' for _ in columns)})",
+            [[r[c] for c, _ in columns] for r in rows],
+        )
     return "select * from src"
 
 
 def duck_rows(con, name: str) -> list[dict] | None:
-    if not con.execute("select count(*) from information_schema.tables where table_name = ?",
-                       [name]).fetchall()[0][0]:
+    if not con.execute(
+        "select count(*) from information_schema.tables where table_name = ?", [name]
+    ).fetchall()[0][0]:
         return None
     cur = con.execute(f"select * from {name}")
     names = [d[0] for d in cur.description]
@@ -237,7 +272,6 @@ def duck_rows(con, name: str) -> list[dict] | None:
 def test_history_sequences_match_the_reference_on_duckdb():
     """Every drawn sequence, through merge_table, against the reference."""
     import duckdb
-
     from dbt_merge.duckdb.api import merge_table
 
     seqs = drawn(SEQUENCES)
@@ -250,7 +284,8 @@ def test_history_sequences_match_the_reference_on_duckdb():
             run_sequence(
                 seq,
                 lambda rows, options, s=seq, c=con: merge_table(
-                    c, duck_source(c, rows, s.key), "t", s.key, "history", **options),
+                    c, duck_source(c, rows, s.key), "t", s.key, "history", **options
+                ),
                 lambda c=con: duck_rows(c, "t"),
             )
         except AssertionError as error:
@@ -266,10 +301,17 @@ def test_history_sequences_match_the_reference_on_duckdb():
 #: of format 3, and a partitioned parquet table (the partition rewrite)
 SPARK_KINDS = [
     ({"file_format": "iceberg"}, ("invalidate", None)),
-    ({"file_format": "iceberg", "tblproperties": {"format-version": "3",
-                                                  "write.merge.mode": "merge-on-read",
-                                                  "write.update.mode": "merge-on-read"}},
-     ("new_record", "u")),
+    (
+        {
+            "file_format": "iceberg",
+            "tblproperties": {
+                "format-version": "3",
+                "write.merge.mode": "merge-on-read",
+                "write.update.mode": "merge-on-read",
+            },
+        },
+        ("new_record", "u"),
+    ),
     ({"file_format": "parquet", "partition_by": "w"}, ("ignore", "u")),
 ]
 
@@ -278,7 +320,8 @@ def spark_sequence(mode: str, updated_at: str | None) -> Sequence:
     """The first drawn sequence of that mode with at least three states of three rows or more."""
     for seq in drawn(SEQUENCES):
         if (seq.opts.hard_deletes, seq.opts.updated_at) == (mode, updated_at) and sum(
-                len(state) >= 3 for state in seq.states) >= 3:
+            len(state) >= 3 for state in seq.states
+        ) >= 3:
             return seq
     raise AssertionError(f"no sequence for {mode}, {updated_at}")
 
@@ -286,9 +329,8 @@ def spark_sequence(mode: str, updated_at: str | None) -> Sequence:
 @pytest.mark.spark
 def test_history_sequences_match_the_reference_on_spark(spark):
     """A few drawn sequences, through merge_dataframe, into each kind of Spark table."""
-    from pyspark.sql import types as T
-
     from dbt_merge.spark.api import merge_dataframe
+    from pyspark.sql import types as T
 
     spark.sql("create database if not exists hist_seq")
     failures = []
@@ -296,10 +338,13 @@ def test_history_sequences_match_the_reference_on_spark(spark):
         seq = spark_sequence(*wanted)
         table = f"hist_seq.t{number}"
         spark.sql(f"drop table if exists {table}")
-        fields = [T.StructField("id", T.LongType()),
-                  *([T.StructField("g", T.StringType())] if len(seq.key) > 1 else []),
-                  T.StructField("v", T.StringType()), T.StructField("w", T.IntegerType()),
-                  T.StructField("u", T.TimestampType())]
+        fields = [
+            T.StructField("id", T.LongType()),
+            *([T.StructField("g", T.StringType())] if len(seq.key) > 1 else []),
+            T.StructField("v", T.StringType()),
+            T.StructField("w", T.IntegerType()),
+            T.StructField("u", T.TimestampType()),
+        ]
         schema = T.StructType(fields)
 
         def merge(rows, options, s=seq, t=table, k=kind, sc=schema):

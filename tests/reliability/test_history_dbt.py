@@ -72,7 +72,9 @@ SNAPSHOT_ICEBERG = """\
 {% macro spark__get_or_create_relation(database, schema, identifier, type) %}
   {% set found = adapter.get_relation(database=database, schema=schema, identifier=identifier) %}
   {% if found is none %}
-    {{ return((false, api.Relation.create(database=database, schema=schema, identifier=identifier, type=type))) }}
+    {% set new = api.Relation.create(database=database, schema=schema, identifier=identifier,
+                                     type=type) %}
+    {{ return((false, new)) }}
   {% endif %}
   {% if execute and not found.is_iceberg %}
     {% for row in run_query("describe table extended " ~ found).rows
@@ -92,12 +94,23 @@ def project(tmp_path, engine):
     for mode, validity in pairs():
         name = f"{mode}_{validity}"
         snap = {"unique_key": "id", "hard_deletes": mode, "schema": SCHEMA, **extra}
-        snap.update({"strategy": "timestamp", "updated_at": "u"} if validity == "ts"
-                    else {"strategy": "check", "check_cols": ["v", "w"]})
-        snapshots.append({"name": f"snap_{name}", "relation": "source('src', 'src')",
-                          "config": snap})
-        cfg = {"strategy": "history", "unique_key": "id", "hard_deletes": mode, "schema": SCHEMA,
-               "max_delete_fraction": 1, **VALIDITY[validity], **extra}
+        snap.update(
+            {"strategy": "timestamp", "updated_at": "u"}
+            if validity == "ts"
+            else {"strategy": "check", "check_cols": ["v", "w"]}
+        )
+        snapshots.append(
+            {"name": f"snap_{name}", "relation": "source('src', 'src')", "config": snap}
+        )
+        cfg = {
+            "strategy": "history",
+            "unique_key": "id",
+            "hard_deletes": mode,
+            "schema": SCHEMA,
+            "max_delete_fraction": 1,
+            **VALIDITY[validity],
+            **extra,
+        }
         if validity == "ck":
             cfg["check_cols"] = ["v", "w"]
         models[f"model_{name}"] = model_sql(cfg, "select * from {{ source('src', 'src') }}")
@@ -192,14 +205,24 @@ def test_a_history_model_through_dbt_on_duckdb(tmp_path):
     unless full_refresh=true, and dbt_merge.current_unique on a sound and a broken table."""
     with DuckEngine() as engine:
         engine.setup(SCHEMA, SCHEMA + "_src")
-        base = {"strategy": "history", "unique_key": "id", "updated_at": "u", "schema": SCHEMA,
-                "hard_deletes": "invalidate", "max_delete_fraction": 1,
-                "merge_history_table": "merge_log"}
+        base = {
+            "strategy": "history",
+            "unique_key": "id",
+            "updated_at": "u",
+            "schema": SCHEMA,
+            "hard_deletes": "invalidate",
+            "max_delete_fraction": 1,
+            "merge_history_table": "merge_log",
+        }
         select = "select * from {{ source('src', 'src') }}"
-        models = {"kept": model_sql(base, select),
-                  "rebuilt": model_sql({**base, "full_refresh": True}, select)}
-        yml = {"sources": [{"name": "src", "schema": SCHEMA + "_src", "tables": [{"name": "src"}]}],
-               "models": [{"name": "kept", "data_tests": ["dbt_merge.current_unique"]}]}
+        models = {
+            "kept": model_sql(base, select),
+            "rebuilt": model_sql({**base, "full_refresh": True}, select),
+        }
+        yml = {
+            "sources": [{"name": "src", "schema": SCHEMA + "_src", "tables": [{"name": "src"}]}],
+            "models": [{"name": "kept", "data_tests": ["dbt_merge.current_unique"]}],
+        }
         root = make_project(tmp_path / "hist_dbt", "hist_dbt", models, None, yml)
         engine.create(SCHEMA + "_src", "src", SOURCE, STATES[0])
         run = run_dbt(["run"], root, "duckdb", PROFILES_DIR)
@@ -207,12 +230,16 @@ def test_a_history_model_through_dbt_on_duckdb(tmp_path):
         engine.create(SCHEMA + "_src", "src", SOURCE, STATES[1])
         run = run_dbt(["run"], root, "duckdb", PROFILES_DIR)
         response = run.result("kept").adapter_response
-        assert response["_message"] == ("MERGE history: 1 inserted, 1 updated, 1 deleted, 1 unchanged, "
-                                        "3 total, 0 held back, 5 versions")
+        assert response["_message"] == (
+            "MERGE history: 1 inserted, 1 updated, 1 deleted, 1 unchanged, "
+            "3 total, 0 held back, 5 versions"
+        )
         assert response["code"] == "MERGE" and response["rows_affected"] == 3
-        log = engine.con.execute(f"select inserted, updated, deleted, unchanged, held_back, total, "
-                                 f"versions from {SCHEMA}.merge_log where model_unique_id like '%kept' "
-                                 "order by started_at").fetchall()
+        log = engine.con.execute(
+            f"select inserted, updated, deleted, unchanged, held_back, total, "
+            f"versions from {SCHEMA}.merge_log where model_unique_id like '%kept' "
+            "order by started_at"
+        ).fetchall()
         assert log == [(3, 0, 0, 0, 0, 3, 3), (1, 1, 1, 1, 0, 3, 5)]
 
         before = engine.rows(SCHEMA, "kept")
@@ -224,8 +251,10 @@ def test_a_history_model_through_dbt_on_duckdb(tmp_path):
         assert len(engine.rows(SCHEMA, "rebuilt")[1]) == 3  # rebuilt: one version per row
 
         assert run_dbt(["test"], root, "duckdb", PROFILES_DIR).success
-        engine.con.execute(f"insert into {SCHEMA}.kept select id, 'z', w, u, 'x', dbt_updated_at, "
-                           f"dbt_valid_from, null from {SCHEMA}.kept where id = 1 and dbt_valid_to is null")
+        engine.con.execute(
+            f"insert into {SCHEMA}.kept select id, 'z', w, u, 'x', dbt_updated_at, "
+            f"dbt_valid_from, null from {SCHEMA}.kept where id = 1 and dbt_valid_to is null"
+        )
         test = run_dbt(["test"], root, "duckdb", PROFILES_DIR)
         assert not test.success
         assert test.results[0].failures == 2  # both current versions of key 1
