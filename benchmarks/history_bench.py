@@ -179,8 +179,7 @@ class Sql:
 
     def table(self, name: str, select: str) -> None:
         using = " using iceberg" if self.engine == "spark" else ""
-        self.run(f"drop table if exists {self.schema}.{name}")
-        self.run(f"create table {self.schema}.{name}{using} as {select}")
+        self.run(f"create or replace table {self.schema}.{name}{using} as {select}")
 
     def rand(self, salt: int) -> str:
         """A number in [0, 1) from the row's id, the same on every run and engine."""

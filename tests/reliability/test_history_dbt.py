@@ -258,3 +258,59 @@ def test_a_history_model_through_dbt_on_duckdb(tmp_path):
         test = run_dbt(["test"], root, "duckdb", PROFILES_DIR)
         assert not test.success
         assert test.results[0].failures == 2  # both current versions of key 1
+
+
+@pytest.mark.spark
+def test_another_writer_between_the_counts_and_the_merge_is_refused(spark, tmp_path):
+    """A history merge on Iceberg (copy-on-write, and merge-on-read of format 3) whose table gets
+    another writer's commit after the counts, in this session ('between': the snapshot guard)
+    or from another session ('during': Iceberg's validation, or the guard): refused, nothing of
+    it committed, the other writer's row kept."""
+    schema = "hist_race"
+    spark.sql(f"create database if not exists {schema}")
+    kinds = {"cow": {}, "mor": {"format-version": "3", "write.merge.mode": "merge-on-read",
+                                "write.update.mode": "merge-on-read"}}
+    models = {}
+    for kind, properties in kinds.items():
+        for point in ("between", "during"):
+            cfg = {"strategy": "history", "unique_key": "id", "updated_at": "u",
+                   "hard_deletes": "invalidate", "max_delete_fraction": 1, "schema": schema,
+                   "file_format": "iceberg", **({"tblproperties": properties} if properties else {})}
+            models[f"{kind}__{point}"] = model_sql(cfg, f"select * from {schema}.src")
+    root = make_project(tmp_path / "race", "hist_race", models)
+    engine = SparkEngine(spark)
+    engine.create(schema, "src", SOURCE, STATES[0])
+    assert run_dbt(["run"], root, "spark", PROFILES_DIR).success
+    engine.create(schema, "src", SOURCE, STATES[1])
+    other = spark.newSession()
+    fired = {}
+    extra = "(9, 'other', 1, timestamp '2024-01-01', 'x', timestamp '2024-01-01', " \
+            "timestamp '2024-01-01', null)"
+
+    def writer(event) -> None:
+        if event.info.name != "SQLQuery":
+            return
+        name = event.data.node_info.node_name
+        sql = " ".join(event.data.sql.split()).lower()
+        if name in models and name not in fired and "merge into" in sql:
+            session = other if name.endswith("during") else spark
+            session.sql(f"insert into {schema}.{name} values {extra}")
+            fired[name] = True
+
+    before = {name: sorted(map(repr, engine.rows(schema, name)[1])) for name in models}
+    run = run_dbt(["run", "--threads", "1"], root, "spark", PROFILES_DIR, callbacks=[writer])
+    problems = []
+    for name in models:
+        spark.sql(f"refresh table {schema}.{name}")
+        message = run.result(name).message or ""
+        rows = engine.rows(schema, name)[1]
+        if name not in fired or str(run.result(name).status) != "error":
+            problems.append(f"{name}: not refused: {run.result(name).status} {message[:300]}")
+            continue
+        ours = "after this run counted its changes on snapshot" in message
+        if not (ours or (name.endswith("during") and "ValidationException" in message)):
+            problems.append(f"{name}: message {message[:400]}")
+        kept = sorted(repr(r) for r in rows if r["id"] != 9)
+        if kept != before[name] or sum(r["id"] == 9 for r in rows) != 1:
+            problems.append(f"{name}: the table changed: {rows}")
+    assert not problems, "\n".join(problems)
