@@ -18,7 +18,8 @@ are compared there, not the deletion records.
 
 Also, on DuckDB, the model's refusals and reports through dbt: the console line and
 run_results.json's adapter_response, the merge_history_table row, `--full-refresh` refused
-unless full_refresh=true, and the dbt_merge.current_unique test on both tables.
+unless full_refresh=true, and the dbt_merge.current_unique test on both tables (every state's
+dbt build runs it on each snapshot's table and each model's, on DuckDB).
 """
 
 from __future__ import annotations
@@ -102,6 +103,8 @@ def project(tmp_path, engine):
         snapshots.append(
             {"name": f"snap_{name}", "relation": "source('src', 'src')", "config": snap}
         )
+        if engine.dialect == "duckdb":  # the generic test on a snapshot's table (and ours, below)
+            snapshots[-1]["data_tests"] = ["dbt_merge.current_unique"]
         cfg = {
             "strategy": "history",
             "unique_key": "id",
@@ -115,6 +118,8 @@ def project(tmp_path, engine):
             cfg["check_cols"] = ["v", "w"]
         models[f"model_{name}"] = model_sql(cfg, "select * from {{ source('src', 'src') }}")
     yml = {"sources": [{"name": "src", "schema": SCHEMA + "_src", "tables": [{"name": "src"}]}]}
+    if engine.dialect == "duckdb":
+        yml["models"] = [{"name": m, "data_tests": ["dbt_merge.current_unique"]} for m in models]
     root = make_project(tmp_path / f"hist_{engine.name}", f"hist_{engine.name}", models, None, yml)
     if engine.dialect == "spark":
         (root / "macros" / "snapshot_iceberg.sql").write_text(SNAPSHOT_ICEBERG)
@@ -166,6 +171,8 @@ def compare_with_snapshots(engine, tmp_path) -> None:
         engine.create(SCHEMA + "_src", "src", SOURCE, state)
         run = run_dbt(["build", "--threads", "4"], root, engine.name, PROFILES_DIR)
         assert run.success, [(r.node.name, r.message) for r in run.results if r.status != "success"]
+        if engine.dialect == "duckdb":  # dbt_merge.current_unique ran on every table, and passed
+            assert sum(r.node.resource_type == "test" for r in run.results) == 12
         for mode, validity in pairs():
             name = f"{mode}_{validity}"
             snap = engine.rows(SCHEMA, f"snap_{name}")
