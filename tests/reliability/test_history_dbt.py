@@ -275,14 +275,27 @@ def test_another_writer_between_the_counts_and_the_merge_is_refused(spark, tmp_p
     it committed, the other writer's row kept."""
     schema = "hist_race"
     spark.sql(f"create database if not exists {schema}")
-    kinds = {"cow": {}, "mor": {"format-version": "3", "write.merge.mode": "merge-on-read",
-                                "write.update.mode": "merge-on-read"}}
+    kinds = {
+        "cow": {},
+        "mor": {
+            "format-version": "3",
+            "write.merge.mode": "merge-on-read",
+            "write.update.mode": "merge-on-read",
+        },
+    }
     models = {}
     for kind, properties in kinds.items():
         for point in ("between", "during"):
-            cfg = {"strategy": "history", "unique_key": "id", "updated_at": "u",
-                   "hard_deletes": "invalidate", "max_delete_fraction": 1, "schema": schema,
-                   "file_format": "iceberg", **({"tblproperties": properties} if properties else {})}
+            cfg = {
+                "strategy": "history",
+                "unique_key": "id",
+                "updated_at": "u",
+                "hard_deletes": "invalidate",
+                "max_delete_fraction": 1,
+                "schema": schema,
+                "file_format": "iceberg",
+                **({"tblproperties": properties} if properties else {}),
+            }
             models[f"{kind}__{point}"] = model_sql(cfg, f"select * from {schema}.src")
     root = make_project(tmp_path / "race", "hist_race", models)
     engine = SparkEngine(spark)
@@ -291,8 +304,10 @@ def test_another_writer_between_the_counts_and_the_merge_is_refused(spark, tmp_p
     engine.create(schema, "src", SOURCE, STATES[1])
     other = spark.newSession()
     fired = {}
-    extra = "(9, 'other', 1, timestamp '2024-01-01', 'x', timestamp '2024-01-01', " \
-            "timestamp '2024-01-01', null)"
+    extra = (
+        "(9, 'other', 1, timestamp '2024-01-01', 'x', timestamp '2024-01-01', "
+        "timestamp '2024-01-01', null)"
+    )
 
     def writer(event) -> None:
         if event.info.name != "SQLQuery":
