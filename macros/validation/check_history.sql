@@ -72,7 +72,7 @@
          from (
            select " ~ keys ~ ", " ~ vf ~ ", " ~ vt ~ ", " ~ cur ~ ", " ~ live ~ ", " ~ scope ~ ",
              lead(" ~ vf ~ ") over (partition by " ~ keys ~ " order by " ~ vf ~ " asc nulls first, " ~ vt ~ " asc nulls last) as " ~ nxt ~ ",
-             sum(" ~ cur ~ ") over (partition by " ~ keys ~ ") as " ~ count ~ "
+             sum(case when " ~ has_key | join(' and ') ~ " then " ~ cur ~ " else 0 end) over (partition by " ~ keys ~ ") as " ~ count ~ "
            from (
              select " ~ dbt_merge.column_list(plan.key_columns, dst) ~ ", " ~ dst ~ "." ~ vf ~ ", " ~ dst ~ "." ~ vt ~ ",
                case when " ~ dbt_merge.history_current(plan, dst) ~ " then 1 else 0 end as " ~ cur ~ ",

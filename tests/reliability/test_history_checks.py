@@ -437,3 +437,16 @@ def test_parquet_datasets_refuse_history(tmp_path):
     ):
         merge_parquet_dataset(FIRST, str(tmp_path / "d"), "id", "history")
     assert not (tmp_path / "d").exists()
+
+
+def test_versions_of_a_null_key_are_left_alone(con):
+    """Rows with a NULL key (made outside the package) are no key's versions: not refused as two
+    current versions, never matched, closed or counted as considered."""
+    for _ in range(2):
+        con.execute("insert into t values (null, 'n', 1, timestamp '2024-01-01', 'x', "
+                    "timestamp '2024-01-01', timestamp '2024-01-01', null)")
+    result = merge_table(con, values((1, "'a2'", 1, TS.format(2))), "t", "id", "history",
+                         updated_at="u", hard_deletes="invalidate", max_delete_fraction=1)
+    assert (result.updated, result.deleted, result.total, result.versions) == (1, 3, 3, 7)
+    assert con.execute("select count(*) from t where id is null and dbt_valid_to is null"
+                       ).fetchall() == [(2,)]
