@@ -7,8 +7,8 @@
   a NULL updated_at), max_delete_fraction. Each state is merged by a door, and after each run
   the table (every column, dbt_scd_id included) and the statistics must be the reference's; a
   refused run must leave the table as it was. DuckDB through merge_table (many sequences, no dbt
-  start-up), Spark through merge_dataframe (a few: an Iceberg copy-on-write, a merge-on-read, a
-  format-3 and a parquet table).
+  start-up), Spark through merge_dataframe (a few: an Iceberg merge-on-read table of format 3, a
+  partitioned parquet table).
 - The run's time: a value the run holds that is no source time (those are in 2020-2024 and
   2100) is the run's; every such value a run writes must be one value (one time per run), and it
   stands for that run's RunTime in the reference.
@@ -297,10 +297,10 @@ def test_history_sequences_match_the_reference_on_duckdb():
 
 # ------------------------------------------------------------------ Spark: merge_dataframe
 
-#: (table kind, the sequence's hard_deletes and updated_at): Iceberg copy-on-write, merge-on-read
-#: of format 3, and a partitioned parquet table (the partition rewrite)
+#: (table kind, the sequence's hard_deletes and updated_at): Iceberg merge-on-read of format 3,
+#: and a partitioned parquet table (the partition rewrite); copy-on-write Iceberg tables are
+#: test_history_dbt.py's (every mode, both validity sources, against dbt snapshot)
 SPARK_KINDS = [
-    ({"file_format": "iceberg"}, ("invalidate", None)),
     (
         {
             "file_format": "iceberg",
