@@ -36,7 +36,7 @@ from pathlib import Path
 
 import yaml
 
-from .project import REPO, SPARK_CONF
+from .project import REPO, SPARK_CONF, execute_seconds
 
 DEFAULT_ROWS = {"duckdb": 10_000_000, "spark": 2_000_000}
 WORKLOADS = ("daily_snapshot", "increment")
@@ -44,25 +44,8 @@ METHODS = ("ours", "dbt_snapshot")
 
 #: dbt-spark's snapshot reads `show table extended`, which calls an Iceberg table of Spark's
 #: session catalog `Provider: hive`, and refuses its own table on the second run; the project
-#: tells it from `describe table extended` (see tests/reliability/test_history_dbt.py).
-SNAPSHOT_ICEBERG = """\
-{% macro spark__get_or_create_relation(database, schema, identifier, type) %}
-  {% set found = adapter.get_relation(database=database, schema=schema, identifier=identifier) %}
-  {% if found is none %}
-    {% set new = api.Relation.create(database=database, schema=schema, identifier=identifier,
-                                     type=type) %}
-    {{ return((false, new)) }}
-  {% endif %}
-  {% if execute and not found.is_iceberg %}
-    {% for row in run_query("describe table extended " ~ found).rows
-        if (row[0] or '') | trim == 'Provider' and (row[1] or '') | trim | lower == 'iceberg' %}
-      {% set found = found.incorporate(is_iceberg=true) %}
-      {{ return((true, found)) }}
-    {% endfor %}
-  {% endif %}
-  {{ return((true, found)) }}
-{% endmacro %}
-"""
+#: tells it from `describe table extended` (this file; tests/reliability/test_history_dbt.py too).
+SNAPSHOT_ICEBERG = Path(__file__).with_name("snapshot_iceberg.sql")
 
 
 def write_project(root: Path, engine: str, hard_deletes: str) -> None:
@@ -138,7 +121,7 @@ def write_project(root: Path, engine: str, hard_deletes: str) -> None:
         )
     )
     if engine == "spark":
-        (root / "macros" / "snapshot_iceberg.sql").write_text(SNAPSHOT_ICEBERG)
+        (root / "macros" / "snapshot_iceberg.sql").write_text(SNAPSHOT_ICEBERG.read_text())
     # a snapshot's schema is <target schema>_<schema> unless told otherwise
     (root / "macros" / "schema_name.sql").write_text(
         "{% macro generate_schema_name(custom_schema_name, node) -%}"
@@ -243,13 +226,7 @@ def invoke(root: Path, engine: str, args: list[str]):
             f"dbt {' '.join(args)}: {results[0].message if results else res.exception}"
         )
     r = results[0]
-    execute = [t for t in r.timing if t.name == "execute"]
-    seconds = (
-        (execute[0].completed_at - execute[0].started_at).total_seconds()
-        if execute
-        else r.execution_time
-    )
-    return seconds, (r.adapter_response or {}).get("_message") or ""
+    return execute_seconds(r), (r.adapter_response or {}).get("_message") or ""
 
 
 def measure(engine: str, rows: int, reps: int, hard_deletes: str, out: Path, log=print) -> dict:

@@ -31,7 +31,7 @@ import pytest
 import yaml
 from dbt_helpers import run_dbt
 
-from .harness import PROFILES_DIR, DuckEngine, SparkEngine, make_project, model_sql
+from .harness import PROFILES_DIR, ROOT, DuckEngine, SparkEngine, make_project, model_sql
 
 SCHEMA = "hist_cmp"
 SOURCE = [("id", "int"), ("v", "str"), ("w", "int"), ("u", "ts")]
@@ -63,30 +63,9 @@ def pairs():
     return [(mode, validity) for mode in MODES for validity in VALIDITY]
 
 
-#: dbt-spark's snapshot refuses its own Iceberg table on every run after the first when the
-#: catalog is Spark's session catalog over a Hive metastore (this project's profile): `show table
-#: extended` says `Provider: hive` for an Iceberg table there, so dbt-spark's relation is not
-#: `is_iceberg` ("The existing table ... is in another format than 'delta' or 'iceberg' or
-#: 'hudi'"). The test project tells it, from `describe table extended` (which says iceberg), so
-#: that `dbt snapshot` runs at all (the package's models read the table's format that way).
-SNAPSHOT_ICEBERG = """\
-{% macro spark__get_or_create_relation(database, schema, identifier, type) %}
-  {% set found = adapter.get_relation(database=database, schema=schema, identifier=identifier) %}
-  {% if found is none %}
-    {% set new = api.Relation.create(database=database, schema=schema, identifier=identifier,
-                                     type=type) %}
-    {{ return((false, new)) }}
-  {% endif %}
-  {% if execute and not found.is_iceberg %}
-    {% for row in run_query("describe table extended " ~ found).rows
-        if (row[0] or '') | trim == 'Provider' and (row[1] or '') | trim | lower == 'iceberg' %}
-      {% set found = found.incorporate(is_iceberg=true) %}
-      {{ return((true, found)) }}
-    {% endfor %}
-  {% endif %}
-  {{ return((true, found)) }}
-{% endmacro %}
-"""
+#: dbt-spark's snapshot refuses its own Iceberg table on Spark's session catalog after its first
+#: run (it reads `Provider: hive`); the project tells it the table is Iceberg (the macro's file).
+SNAPSHOT_ICEBERG = ROOT / "benchmarks" / "snapshot_iceberg.sql"
 
 
 def project(tmp_path, engine):
@@ -122,7 +101,7 @@ def project(tmp_path, engine):
         yml["models"] = [{"name": m, "data_tests": ["dbt_merge.current_unique"]} for m in models]
     root = make_project(tmp_path / f"hist_{engine.name}", f"hist_{engine.name}", models, None, yml)
     if engine.dialect == "spark":
-        (root / "macros" / "snapshot_iceberg.sql").write_text(SNAPSHOT_ICEBERG)
+        (root / "macros" / "snapshot_iceberg.sql").write_text(SNAPSHOT_ICEBERG.read_text())
     (root / "snapshots").mkdir(exist_ok=True)
     (root / "snapshots" / "snaps.yml").write_text(yaml.safe_dump({"snapshots": snapshots}))
     return root
