@@ -2,13 +2,6 @@
   Turn the checked config plus the columns the data really has into the plan every engine
   renders. Raises, naming the column, when a configured column does not exist.
 
-    source_names: column names of the staged SELECT
-    target_names: column names of the existing table, or none when the table is (re)built
--#}
-{#-
-  Turn the checked config plus the columns the data really has into the plan every engine
-  renders. Raises, naming the column, when a configured column does not exist.
-
     source_columns: dbt Columns of the staged SELECT
     schema:         plan_schema_changes() for an existing table, or none when it is (re)built
 -#}
@@ -18,6 +11,10 @@
   {% set source_columns = source_columns + extras | map(attribute='column') | list %}
   {% set source_names = source_columns | map(attribute='name') | list %}
   {% set target_names = source_names if schema is none else schema.names %}
+  {% if cfg.history and schema is none %}
+    {#- a history table is built with its history columns after the SELECT's -#}
+    {% set target_names = source_names + dbt_merge.history_columns(cfg, source_columns) | map(attribute='name') | list %}
+  {% endif %}
   {% if cfg.soft_delete and schema is not none %}
     {% for col in [cfg.soft_delete.column, cfg.soft_delete.timestamp_column] if col %}
       {% if dbt_merge._find_column(col, target_names) is none %}
@@ -121,7 +118,8 @@
       alone or gets every non-key target column from the source. Engines can then write straight
       from the source and classify only the matched keys (see classify_matched_keys_sql). -#}
   {% set non_key_count = target_names | map('lower') | reject('in', key_lower + generated) | list | length %}
-  {% set writes_source_rows = actions.matched != 'update' or update_columns | length == non_key_count %}
+  {% set writes_source_rows = (actions.matched != 'update' or update_columns | length == non_key_count)
+                              and not cfg.history %}
   {% set join_type = 'full outer' if actions.target_only == 'delete'
                      else ('inner' if actions.source_only == 'skip' else 'left outer') %}
   {% set all_names = source_names + (schema.target_columns | map(attribute='name') | list if schema else []) %}
@@ -167,6 +165,8 @@
     'every_source_row': false,
     'schema': schema,
     'names': dbt_merge.work_names(all_names),
+    'history': dbt_merge.build_history_plan(cfg, source_columns, target_names, key_columns, schema, relations)
+               if cfg.history else none,
   }) }}
 {% endmacro %}
 
@@ -176,7 +176,7 @@
 {% macro work_names(column_names) %}
   {% set taken = column_names | map('lower') | list %}
   {% set names = {} %}
-  {% for role in ['action', 'row', 'rows', 'variants'] %}
+  {% for role in ['action', 'row', 'rows', 'variants', 'at', 'current', 'next', 'live', 'scope', 'bad', 'from', 'to', 'id'] %}
     {% set base = 'dbt_merge_' ~ role %}
     {% set ns = namespace(name=base, n=0) %}
     {% for _ in range(column_names | length + 1) %}

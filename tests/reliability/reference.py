@@ -412,3 +412,168 @@ def _fails(value, pair: tuple[str, str], engine: str) -> bool:
 def canonical(rows: list[Row], columns: list[str]) -> list[tuple]:
     """Rows as a sorted list of value tokens: equal lists mean equal tables (as multisets)."""
     return sorted((row_token(r, columns) for r in rows), key=repr)
+
+
+# ------------------------------------------------------------------ strategy='history'
+# dbt snapshots' semantics with the package's checks (docs/history.md). The run's time is a
+# RunTime (later than every time the sources hold, and later for a later run); what the table
+# holds for it is mapped back by the tests. dbt_scd_id is a ScdId: the parts whose md5 it is.
+
+HISTORY_MODES = ("ignore", "invalidate", "new_record")
+META = ("dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to", "dbt_is_deleted")
+
+
+#: source times from this year on are later than any run's time (the tests' "future" rows)
+FUTURE_YEAR = 2090
+
+
+@dataclass(frozen=True)
+class RunTime:
+    """The time of run `n` of a sequence: after earlier runs, and after every source time
+    before FUTURE_YEAR (and before every one from then on)."""
+
+    n: int
+
+    def __lt__(self, other):
+        if isinstance(other, RunTime):
+            return self.n < other.n
+        return other.year >= FUTURE_YEAR
+
+    def __gt__(self, other):
+        if isinstance(other, RunTime):
+            return self.n > other.n
+        return other.year < FUTURE_YEAR
+
+    def __le__(self, other):
+        return self == other or self < other
+
+    def __ge__(self, other):
+        return self == other or self > other
+
+
+@dataclass(frozen=True)
+class ScdId:
+    """md5 of the parts (each as the engine casts it to a string, NULL as ''), joined by '|'."""
+
+    parts: tuple
+
+
+@dataclass
+class HistoryOptions:
+    updated_at: str | None = "u"  # None: valid from the run's time (dbt's check strategy)
+    check_columns: list[str] | None = None  # None: every column without updated_at, else none
+    hard_deletes: str = "ignore"
+    late_rows: str = "hold"
+    max_delete_fraction: float = 0.5
+
+
+@dataclass
+class HistoryStats:
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    total: int = 0
+    held_back: int = 0
+    versions: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def _latest(a, b):
+    return a if a >= b else b
+
+
+def history_merge(
+    source: list[Row], table: list[Row] | None, key: list[str], columns: list[str],
+    opts: HistoryOptions, now: RunTime,
+) -> tuple[list[Row], HistoryStats]:
+    """One run of a history model: (the table's rows afterwards, the statistics), or MergeError
+    (kinds: null_key, duplicate_key, null_updated_at, late_row, mass_delete). `columns`: the
+    SELECT's columns; `table` None: the first build."""
+    kinds = ["null_key" for k in key if any(r[k] is None for r in source)]
+    if not kinds:
+        _, kinds = dedupe_errors("upsert", source, key, Options())
+    if not kinds and opts.updated_at:
+        kinds += ["null_updated_at"] * any(r[opts.updated_at] is None for r in source)
+    if kinds:
+        raise MergeError(kinds[0], "", tuple(kinds[1:]))
+    new_record = opts.hard_deletes == "new_record"
+
+    def start_of(r: Row):
+        return r[opts.updated_at] if opts.updated_at else now
+
+    def version(r: Row, at, updated) -> Row:
+        row = {c: r[c] for c in columns}
+        row.update(dbt_scd_id=ScdId((*(r[k] for k in key), at)), dbt_updated_at=updated,
+                   dbt_valid_from=at, dbt_valid_to=None)
+        if new_record:
+            row["dbt_is_deleted"] = "False"
+        return row
+
+    if table is None:
+        rows = [version(r, start_of(r), start_of(r)) for r in source]
+        return rows, HistoryStats(inserted=len(rows), total=len(rows), versions=len(rows))
+    compare = (columns if opts.check_columns == ["all"] else opts.check_columns) or (
+        [] if opts.updated_at else [c for c in columns if c not in key])
+    compare = [c for c in compare if c not in key]
+    rows = [dict(t) for t in table]
+    keyof = {id(t): tuple(t[k] for k in key) for t in rows}
+    current = {keyof[id(t)]: t for t in rows if t["dbt_valid_to"] is None}
+
+    def deleted(t: Row) -> bool:
+        return t.get("dbt_is_deleted") == "True"
+
+    stats = HistoryStats()
+    closes, opens, records = [], [], []
+    for r in source:
+        k = tuple(r[c] for c in key)
+        c, start = current.get(k), start_of(r)
+        if c is None:
+            ends = [t["dbt_valid_to"] for t in rows if keyof[id(t)] == k]
+            at = start if not ends or start > max(ends) else _latest(now, max(ends))
+            opens.append(version(r, at, start))
+            stats.inserted += 1
+        elif deleted(c):
+            at = start if start > c["dbt_valid_from"] else _latest(now, c["dbt_valid_from"])
+            closes.append((c, at))
+            opens.append(version(r, at, start))
+            stats.updated += 1
+        else:
+            own = c["dbt_updated_at"] if c["dbt_updated_at"] is not None else c["dbt_valid_from"]
+            differ = any(not same(r[col], c[col]) for col in compare)
+            late = start < own or (bool(compare) and start == own and differ)
+            changed = start > own and (differ or not compare)
+            if late:
+                stats.held_back += 1
+            elif changed:
+                at = _latest(start, c["dbt_valid_from"])
+                closes.append((c, at))
+                opens.append(version(r, at, start))
+                stats.updated += 1
+            else:
+                stats.unchanged += 1
+    keys = {tuple(r[c] for c in key) for r in source}
+    live = sum(not deleted(t) for t in current.values())
+    if opts.hard_deletes != "ignore":
+        for k, c in current.items():
+            if k not in keys and not deleted(c):
+                at = _latest(now, c["dbt_valid_from"])
+                closes.append((c, at))
+                stats.deleted += 1
+                if new_record:
+                    record = dict(c)
+                    record.update(dbt_scd_id=ScdId((c["dbt_scd_id"], at)), dbt_updated_at=at,
+                                  dbt_valid_from=at, dbt_valid_to=None, dbt_is_deleted="True")
+                    records.append(record)
+    if opts.late_rows == "fail" and stats.held_back:
+        raise MergeError("late_row")
+    if stats.deleted and stats.deleted > opts.max_delete_fraction * live:
+        raise MergeError("mass_delete")
+    for c, at in closes:
+        c["dbt_valid_to"] = at
+    rows += records + opens
+    stats.total = sum(t["dbt_valid_to"] is None for t in rows)
+    stats.versions = len(rows)
+    return rows, stats

@@ -214,6 +214,10 @@ def run_merge(
             message = _api_wording(message)
         raise ParquetMergeError(prefix + message)
 
+    if strategy == "history":  # the dataset writer has no history write yet (docs/history.md)
+        fail("strategy 'history' is not supported on Parquet datasets yet: it merges into DuckDB "
+             "and Spark tables (merge_table, merge_dataframe, dbt models without a location). "
+             "The target was not changed.")
     config = merge_config(key_columns, strategy, options, refused=REFUSED, fail=fail)
     config.pop("file_format", None)
     full_refresh = bool(options.get("full_refresh"))
