@@ -727,3 +727,25 @@ def test_two_cursors_merging_one_new_key_insert_it_once(tmp_path, database):
         assert con.execute(f"select count(*) from t where k = {i}").fetchone() == (1,)
     assert con.execute("select count(*), count(distinct k) from t").fetchone() == (10, 10)
     con.close()
+
+
+def test_history_versions_are_judged_byte_for_byte_on_a_nocase_connection():
+    """strategy='history' on a connection whose default_collation is nocase: a case-only
+    correction is a new version, and 'A' is a key of its own beside 'a'. Before (main after the
+    history strategy): the SELECT was refused as repeating key 'a', and the correction alone
+    counted unchanged."""
+    con = duckdb.connect()
+    try:
+        con.execute("set session default_collation = 'nocase'")
+        merge_table(con, "select 'a' as k, 'acme corp' as name", "h", "k", "history",
+                    check_cols="all")
+        fixed = merge_table(con, "select 'a' as k, 'Acme Corp' as name", "h", "k", "history",
+                            check_cols="all")
+        assert (fixed.updated, fixed.unchanged, fixed.total) == (1, 0, 1)
+        both = merge_table(con, "select 'a' as k, 'Acme Corp' as name union all "
+                           "select 'A', 'new'", "h", "k", "history", check_cols="all")
+        assert (both.inserted, both.updated, both.unchanged, both.total) == (1, 0, 1, 2)
+        assert sorted(con.execute("select k, name, dbt_valid_to is null from h").fetchall()) == [
+            ("A", "new", True), ("a", "Acme Corp", True), ("a", "acme corp", False)]
+    finally:
+        con.close()
