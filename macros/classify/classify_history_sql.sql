@@ -45,8 +45,10 @@
   {%- set deletes = plan.actions.target_only == 'delete' -%}
   {%- set differ = [] -%}
   {%- for col in h.compare -%}
-    {%- do differ.append(dbt_merge.changed_condition(src ~ '.' ~ q(dbt_merge._find_column(col, plan.source_names)),
-                                                     dbt_merge._dest_value(plan, col))) -%}
+    {%- set source_col = dbt_merge._find_column(col, plan.source_names) -%}
+    {%- do differ.append(dbt_merge.changed_condition(
+          dbt_merge.compared_value(plan.compare, source_col, src ~ '.' ~ q(source_col)),
+          dbt_merge.compared_value(plan.compare, source_col, dbt_merge._dest_value(plan, col)))) -%}
   {%- endfor -%}
   {%- if differ -%}
     {%- set differ = '(' ~ differ | join(' or ') ~ ')' -%}
@@ -88,16 +90,18 @@
       select * from {{ plan.target }} as {{ dst }}
       where {{ dbt_merge._target_rows_condition(plan, false) }} and {{ dbt_merge.history_current(plan, dst) }}
     ) as {{ dst }}
-      on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
+      on {{ dbt_merge.key_match(plan.key_columns, src, dst, plan.compare) }}
     {%- if comes_back %}
     {#- the end of the last version of each key without a current version -#}
     left outer join (
-      select {{ dbt_merge.column_list(plan.key_columns, dst) }}, max({{ dst }}.{{ q(h.cols.dbt_valid_to) }}) as {{ q(plan.names.to) }}
+      select
+        {%- for key in plan.key_columns %} {{ dbt_merge.compared_value(plan.compare, key, dst ~ '.' ~ q(key)) }} as {{ q(key) }},{% endfor %}
+        max({{ dst }}.{{ q(h.cols.dbt_valid_to) }}) as {{ q(plan.names.to) }}
       from {{ plan.target }} as {{ dst }}
       where not ({{ dbt_merge.history_current(plan, dst) }})
-      group by {{ dbt_merge.column_list(plan.key_columns, dst) }}
+      group by {{ dbt_merge.compared_list(plan.compare, plan.key_columns, dst) }}
     ) as {{ last }}
-      on {{ dbt_merge.key_match(plan.key_columns, src, last) }}
+      on {{ dbt_merge.key_match(plan.key_columns, src, last, plan.compare) }}
     {%- endif %}
   ) as dbt_merge_numbered
   where {{ q(plan.names.action) }} in ('I', 'U', 'R', 'D', 'H')

@@ -124,6 +124,13 @@
                      else ('inner' if actions.source_only == 'skip' else 'left outer') %}
   {% set all_names = source_names + (schema.target_columns | map(attribute='name') | list if schema else []) %}
   {% set conversions = dbt_merge.source_conversions(source_columns, schema) if schema else [] %}
+  {#- the columns as the merge compares them (converted to the target's types): which need
+      judging byte for byte whatever collation the engine would compare them by -#}
+  {% set compared = [] %}
+  {% for col in source_columns %}
+    {% set converted = conversions | selectattr('column', 'equalto', col.name) | list %}
+    {% do compared.append({'name': col.name, 'dtype': converted[0].target_type if converted else col.dtype}) %}
+  {% endfor %}
   {{ return({
     'strategy': cfg.strategy,
     'actions': actions,
@@ -152,6 +159,7 @@
     'raw_stage': relations.stage,
     'stage': relations.converted if conversions or extras else relations.stage,
     'conversions': conversions,
+    'compare': dbt_merge.compare_kinds(compared),
     'deduped': relations.deduped,
     'changes': relations.changes,
     'every_source_row': false,
@@ -183,26 +191,24 @@
 {% endmacro %}
 
 
-{#- Source columns whose values must be converted to the target's type (and collation) to be
-    judged as the target will store and compare them: a list of {column, sql} where sql reads
-    the column of the staged SELECT (unqualified) as the target stores it. Columns the schema
-    change retypes to the SELECT's type, or adds, need none. -#}
+{#- Source columns whose values must be converted to the target's type to be judged as the
+    target will store them: a list of {column, target_type, sql} where sql reads the column of
+    the staged SELECT (unqualified) as the target stores it. Columns the schema change retypes
+    to the SELECT's type, or adds, need none. A collation is no conversion: values are compared
+    byte for byte (compared_value). -#}
 {% macro source_conversions(source_columns, schema) %}
   {% set conversions = [] %}
   {% set retyped = schema.retyped | map(attribute='column') | map(attribute='name') | map('lower') | list %}
-  {% set collations = schema.collations or {} %}
   {% for col in source_columns %}
     {% set match = schema.target_columns | selectattr('name', 'equalto',
                      dbt_merge._find_column(col.name, schema.target_columns | map(attribute='name') | list)) | list %}
     {% if match and match[0].name | lower not in retyped %}
       {% set source_type = col.dtype | lower | replace(' ', '') %}
       {% set target_type = match[0].dtype | lower | replace(' ', '') %}
-      {% set collation = collations.get(match[0].name | lower) %}
-      {% if source_type != target_type or collation %}
-        {% do conversions.append({'column': col.name,
-                                  'target_type': match[0].dtype ~ (' COLLATE ' ~ collation if collation else ''),
+      {% if source_type != target_type %}
+        {% do conversions.append({'column': col.name, 'target_type': match[0].dtype,
                                   'sql': dbt_merge.convert_to_target_sql(dbt_merge.quote_identifier(col.name),
-                                                                         match[0].dtype, collation)}) %}
+                                                                         match[0].dtype)}) %}
       {% endif %}
     {% endif %}
   {% endfor %}

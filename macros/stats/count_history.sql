@@ -58,7 +58,8 @@
     {% set row = dbt_merge.run_sql('select count(*), min(' ~ dbt_merge._history_key_text(plan, 'DBT_INTERNAL_SOURCE')
         ~ ') from ' ~ plan.changes ~ ' as DBT_INTERNAL_SOURCE where DBT_INTERNAL_SOURCE.'
         ~ dbt_merge.quote_identifier(plan.names.action) ~ " = 'I' and "
-        ~ dbt_merge.exists_match(plan.target ~ ' as ' ~ dst, plan.key_columns, 'DBT_INTERNAL_SOURCE', outside),
+        ~ dbt_merge.exists_match(plan.target ~ ' as ' ~ dst, plan.key_columns, 'DBT_INTERNAL_SOURCE', outside,
+                                 compare=plan.compare),
         'dbt_merge_check').rows[0] %}
     {% if row[0] | int > 0 %}
       {{ dbt_merge.raise_merge_error(row[0] | int ~ " row(s) of the SELECT have a key whose current version in "

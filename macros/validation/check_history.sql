@@ -54,6 +54,8 @@
     {% do has_key.append(dst ~ '.' ~ q(key) ~ ' is not null') %}
   {% endfor %}
   {% set keys = dbt_merge.column_list(plan.key_columns) %}
+  {#- versions of one key, told apart byte for byte (compared_value) -#}
+  {% set groups = dbt_merge.compared_list(plan.compare, plan.key_columns) %}
   {% set considered = dbt_merge._target_rows_condition(plan, false) %}
   {% set rows = dbt_merge.run_sql(
       "select count(*), coalesce(sum(" ~ cur ~ "), 0),
@@ -71,8 +73,8 @@
                 then 1 else 0 end as " ~ bad ~ "
          from (
            select " ~ keys ~ ", " ~ vf ~ ", " ~ vt ~ ", " ~ cur ~ ", " ~ live ~ ", " ~ scope ~ ",
-             lead(" ~ vf ~ ") over (partition by " ~ keys ~ " order by " ~ vf ~ " asc nulls first, " ~ vt ~ " asc nulls last) as " ~ nxt ~ ",
-             sum(case when " ~ has_key | join(' and ') ~ " then " ~ cur ~ " else 0 end) over (partition by " ~ keys ~ ") as " ~ count ~ "
+             lead(" ~ vf ~ ") over (partition by " ~ groups ~ " order by " ~ vf ~ " asc nulls first, " ~ vt ~ " asc nulls last) as " ~ nxt ~ ",
+             sum(case when " ~ has_key | join(' and ') ~ " then " ~ cur ~ " else 0 end) over (partition by " ~ groups ~ ") as " ~ count ~ "
            from (
              select " ~ dbt_merge.column_list(plan.key_columns, dst) ~ ", " ~ dst ~ "." ~ vf ~ ", " ~ dst ~ "." ~ vt ~ ",
                case when " ~ dbt_merge.history_current(plan, dst) ~ " then 1 else 0 end as " ~ cur ~ ",

@@ -38,7 +38,7 @@
     {#- the deletion records just inserted are current too: a deleted key closes its live version only -#}
     {% do dbt_merge.run_statement('update ' ~ plan.target ~ ' as ' ~ dst ~ ' set ' ~ q(h.cols.dbt_valid_to)
         ~ ' = DBT_INTERNAL_SOURCE.' ~ q(plan.names.at) ~ ' from ' ~ plan.changes ~ ' as DBT_INTERNAL_SOURCE where '
-        ~ dbt_merge.key_match(plan.key_columns, 'DBT_INTERNAL_SOURCE', dst) ~ ' and DBT_INTERNAL_SOURCE.'
+        ~ dbt_merge.key_match(plan.key_columns, 'DBT_INTERNAL_SOURCE', dst, plan.compare) ~ ' and DBT_INTERNAL_SOURCE.'
         ~ q(plan.names.action) ~ " in ('U', 'R', 'D') and " ~ dbt_merge._target_rows_condition(plan, false) ~ ' and '
         ~ dbt_merge.history_current(plan, dst) ~ " and (DBT_INTERNAL_SOURCE." ~ q(plan.names.action) ~ " <> 'D' or not "
         ~ dbt_merge.history_deleted(plan, dst) ~ ")", 'dbt_merge_delete') %}
@@ -85,7 +85,7 @@
     {%- do select_list.append(value ~ ' as ' ~ q(col)) -%}
   {%- endfor -%}
   {{ return('select ' ~ select_list | join(', ') ~ ' from ' ~ (plan.deduped or plan.stage) ~ ' as ' ~ src
-      ~ ' inner join ' ~ plan.changes ~ ' as ' ~ chg ~ ' on ' ~ dbt_merge.key_match(plan.key_columns, src, chg)
+      ~ ' inner join ' ~ plan.changes ~ ' as ' ~ chg ~ ' on ' ~ dbt_merge.key_match(plan.key_columns, src, chg, plan.compare)
       ~ ' where ' ~ chg ~ '.' ~ q(plan.names.action) ~ " in ('I', 'U', 'R')") }}
 {% endmacro %}
 
@@ -109,7 +109,7 @@
     {%- do select_list.append((values[role] if role else dst ~ '.' ~ q(col)) ~ ' as ' ~ q(col)) -%}
   {%- endfor -%}
   {{ return('select ' ~ select_list | join(', ') ~ ' from ' ~ plan.target ~ ' as ' ~ dst ~ ' inner join '
-      ~ plan.changes ~ ' as ' ~ chg ~ ' on ' ~ dbt_merge.key_match(plan.key_columns, chg, dst) ~ ' where ' ~ chg ~ '.'
+      ~ plan.changes ~ ' as ' ~ chg ~ ' on ' ~ dbt_merge.key_match(plan.key_columns, chg, dst, plan.compare) ~ ' where ' ~ chg ~ '.'
       ~ q(plan.names.action) ~ " = 'D' and " ~ dbt_merge._target_rows_condition(plan, false) ~ ' and '
       ~ dbt_merge.history_current(plan, dst) ~ ' and not ' ~ dbt_merge.history_deleted(plan, dst)) }}
 {% endmacro %}
@@ -179,7 +179,7 @@
   {% set rows = parts | join(' union all ') %}
   {% do dbt_merge.run_statement('merge into ' ~ plan.target ~ ' as ' ~ dst ~ ' using ('
       ~ ('select * from (' ~ rows ~ ') as ' ~ src ~ ' where ' ~ guard if guard else rows) ~ ') as ' ~ src
-      ~ ' on ' ~ src ~ '.' ~ kind ~ " = 'C' and " ~ dbt_merge.key_match(plan.key_columns, src, dst) ~ ' and '
+      ~ ' on ' ~ src ~ '.' ~ kind ~ " = 'C' and " ~ dbt_merge.key_match(plan.key_columns, src, dst, plan.compare) ~ ' and '
       ~ dbt_merge._target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge.history_current(plan, dst)
       ~ ' when matched then update set ' ~ dst ~ '.' ~ q(h.cols.dbt_valid_to) ~ ' = ' ~ src ~ '.' ~ at
       ~ ' when not matched and ' ~ src ~ '.' ~ kind ~ " = 'W' then insert (" ~ dbt_merge.column_list(columns)
@@ -209,7 +209,7 @@
   {%- set kept = 'select ' ~ select_list | join(', ') ~ ' from ' ~ plan.target ~ ' as ' ~ dst -%}
   {%- if closes -%}
     {%- set kept = kept ~ ' left outer join (' ~ dbt_merge.history_closing_sql(plan) ~ ') as ' ~ chg ~ ' on '
-          ~ dbt_merge.key_match(plan.key_columns, chg, dst) ~ ' and ' ~ closing -%}
+          ~ dbt_merge.key_match(plan.key_columns, chg, dst, plan.compare) ~ ' and ' ~ closing -%}
   {%- endif -%}
   {%- set written = dbt_merge.history_written_rows_sql(plan, stats, columns) -%}
   {%- if partition_by -%}
@@ -220,7 +220,7 @@
     {%- if closes -%}
       {%- do affected.append('select distinct ' ~ dbt_merge.column_list(partition_by, dst) ~ ' from ' ~ plan.target ~ ' as '
             ~ dst ~ ' where ' ~ closing ~ ' and ' ~ dbt_merge.exists_match('(' ~ dbt_merge.history_closing_sql(plan) ~ ') as '
-            ~ chg, plan.key_columns, dst)) -%}
+            ~ chg, plan.key_columns, dst, compare=plan.compare)) -%}
     {%- endif -%}
     {%- set kept = kept ~ ' left semi join (' ~ affected | join(' union ') ~ ') as dbt_merge_affected on '
           ~ dbt_merge._same_partition(partition_by, dst, 'dbt_merge_affected') -%}
@@ -240,6 +240,6 @@
   {%- endif -%}
   {%- set closing = dbt_merge._target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge.history_current(plan, dst)
         ~ ' and ' ~ dbt_merge.exists_match('(' ~ dbt_merge.history_closing_sql(plan) ~ ') as dbt_merge_changes',
-                                           plan.key_columns, dst) -%}
+                                           plan.key_columns, dst, compare=plan.compare) -%}
   {{ return(dbt_merge._partition_specs(plan, storage, work, closing)) }}
 {% endmacro %}

@@ -37,7 +37,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .coltypes import ConversionError, convert, family, fold, zone_kind
+from .coltypes import ConversionError, convert, family, zone_kind
 
 Row = dict[str, Any]
 
@@ -167,10 +167,10 @@ def value_token(v: Any) -> tuple:
     return (4, type(v).__name__, v)
 
 
-def row_token(row: Row, columns: list[str], types: dict[str, str] | None = None) -> tuple:
-    """The row's value tokens, each value folded as its column's type compares it."""
-    types = types or {}
-    return tuple(value_token(fold(row[c], types.get(c, ""))) for c in columns)
+def row_token(row: Row, columns: list[str]) -> tuple:
+    """The row's value tokens: values as stored, compared byte for byte (a text column's
+    collation plays no part, as in the merge)."""
+    return tuple(value_token(row[c]) for c in columns)
 
 
 def _order_value(v: Any, descending: bool) -> tuple:
@@ -225,7 +225,7 @@ def _key_groups(
 ) -> dict[tuple, list[Row]]:
     groups: dict[tuple, list[Row]] = {}
     for r in rows:
-        groups.setdefault(row_token(r, key, types), []).append(r)
+        groups.setdefault(row_token(r, key), []).append(r)
     return groups
 
 
@@ -245,7 +245,7 @@ def dedupe_errors(strategy: str, rows: list[Row], key: list[str], opts: Options,
 
             best = min(group, key=order)
             first = [r for r in group if order(r) == order(best)]
-        if len({row_token(r, columns, types) for r in first}) > 1 and dedupe:
+        if len({row_token(r, columns) for r in first}) > 1 and dedupe:
             kinds.append("dedup_tie" if opts.dedup_order_by else "dedup_differ")
         chosen.append(first[0])
     return chosen, kinds
@@ -327,12 +327,12 @@ def merge(
     for i, t in enumerate(target):
         if any(t[k] is None for k in key):
             continue  # a NULL key can match no source row: kept, not counted
-        kt = row_token(t, key, stored)
+        kt = row_token(t, key)
         if opts.in_scope(t):
             considered.setdefault(kt, []).append(i)
         else:
             outside.add(kt)
-    source_keys = {row_token(r, key, stored) for r in rows}
+    source_keys = {row_token(r, key) for r in rows}
     for kt in source_keys:
         hits = considered.get(kt, [])
         if len(hits) > 1:
@@ -346,7 +346,7 @@ def merge(
                      for i in v)
         # rows delete_condition deletes count against max_delete_fraction too
         doomed += sum(1 for r in rows if opts.deletes(r) and (
-            hits := considered.get(row_token(r, key, stored))) and opts.live(target[hits[0]]))
+            hits := considered.get(row_token(r, key))) and opts.live(target[hits[0]]))
         limit = opts.max_delete_fraction
         limit = DEFAULT_MAX_DELETE_FRACTION if limit is None else limit
         if doomed > 0 and doomed > limit * n_considered:
@@ -357,7 +357,7 @@ def merge(
     stats = Stats()
     inserts = []
     for r in rows:
-        hits = considered.get(row_token(r, key, stored), [])
+        hits = considered.get(row_token(r, key), [])
         if opts.deletes(r):  # deletes the row of its key, if any; never inserted
             if hits and not opts.live(out[hits[0]]):
                 stats.unchanged += 1  # soft-deleted already
@@ -372,7 +372,7 @@ def merge(
             t = out[hits[0]]
             # no update column (all excluded): nothing can be written, the row is unchanged
             if upd and (opts.detect_unchanged is False or any(
-                not same(*(fold(v, stored.get(c, "")) for v in (r[c], t[c]))) for c in check
+                not same(r[c], t[c]) for c in check
             )):
                 if not opts.updates(r, t):
                     stats.held_back += 1  # changed, but the condition keeps it as it is
@@ -409,12 +409,9 @@ def _fails(value, pair: tuple[str, str], engine: str) -> bool:
     return False
 
 
-def canonical(
-    rows: list[Row], columns: list[str], types: dict[str, str] | None = None
-) -> list[tuple]:
-    """Rows as a sorted list of value tokens: equal lists mean equal tables (as multisets).
-    `types` (column -> logical type) folds the values of NOCASE columns."""
-    return sorted((row_token(r, columns, types) for r in rows), key=repr)
+def canonical(rows: list[Row], columns: list[str]) -> list[tuple]:
+    """Rows as a sorted list of value tokens: equal lists mean equal tables (as multisets)."""
+    return sorted((row_token(r, columns) for r in rows), key=repr)
 
 
 # ------------------------------------------------------------------ strategy='history'
