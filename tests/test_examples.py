@@ -60,10 +60,12 @@ INCREMENT = {
     "customers_from_cdc": "MERGE deduplicate: 1 inserted, 1 updated, 1 deleted, 0 unchanged, "
                           "3 total",
     "accounts": "MERGE full_merge: 1 inserted, 1 updated, 1 deleted, 1 unchanged, 4 total",
+    "customers_history": "MERGE history: 1 inserted, 1 updated, 1 deleted, 1 unchanged, 4 total, "
+                         "1 held back, 6 versions",
     "customers_lake": "MERGE upsert: 1 inserted, 2 updated, 0 deleted, 1 unchanged, 5 total",
 }
 FIRST_LOAD_ROWS = {"customers": 4, "customers_latest": 4, "customers_from_cdc": 3,
-                   "accounts": 3, "customers_lake": 4}
+                   "accounts": 3, "customers_lake": 4, "customers_history": 4}
 
 HEADER = re.compile(r"^(?:--|#) (examples/\S+)$")
 FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.M | re.S)
@@ -317,6 +319,12 @@ def test_the_example_project_runs(project_runs):
         latest = con.execute("select customer_id, region from main.customers_latest "
                              "order by 1").fetchall()
         assert latest == [(1, "eu"), (2, "us"), (3, "eu"), (4, "us"), (5, "eu")]
+        # customer 1 closed, 2's silver version closed and its gold one opened, 3's late row held
+        # back, 5 opened: one current version each
+        history = con.execute("select customer_id, tier, dbt_valid_to is null "
+                              "from main.customers_history order by 1, dbt_valid_from").fetchall()
+        assert history == [(1, "gold", False), (2, "silver", False), (2, "gold", True),
+                           (3, "bronze", True), (4, "silver", True), (5, "silver", True)]
         # account 2, gone from the CRM's extract, is soft-deleted and stays
         accounts = con.execute("select account_id, tier, is_deleted, deleted_at is not null "
                                "from main.accounts order by 1").fetchall()
@@ -407,6 +415,7 @@ def test_the_spark_walk_through_and_the_example_project_run_as_the_docs_say(spar
     assert project[1].messages() == {
         m: f"MERGE {INCREMENT[m].split(':')[0].split()[1]}: {rows} inserted, 0 updated, "
            f"0 deleted, 0 unchanged, {rows} total"
+           + (f", 0 held back, {rows} versions" if m == "customers_history" else "")
         for m, rows in FIRST_LOAD_ROWS.items() if m in spark_models}
     assert project[2].messages() == spark_models
     assert len(project[3].results) == 3

@@ -28,10 +28,14 @@ def test_the_strategy_table_is_the_macros_table():
     """merge_strategies() (macros/plan/merge_strategies.sql) is what the Python side plans with,
     and it says what the reference model says."""
     table = context({}).merge_strategies()
-    assert {
+    rows = {
         name: (a["matched"], a["source_only"], a["target_only"], a["dedupe"])
         for name, a in table.items()
-    } == STRATEGIES
+    }
+    # history's classes and writes are its own (reference.history_merge); its row of the table
+    # is what validate_history_config starts from
+    assert rows.pop("history") == ("update", "insert", "keep", False)
+    assert rows == STRATEGIES
     cfg = context({"strategy": "full_merge", "unique_key": "id"}).validate_merge_config()
     assert cfg["actions"] is not table["full_merge"] and cfg["actions"] == table["full_merge"]
 
