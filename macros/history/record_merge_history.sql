@@ -20,14 +20,17 @@
       stats.inserted, stats.updated, stats.deleted, stats.unchanged,
       stats.held_back if stats.held_back is defined else 'null', stats.total] %}
   {% set columns = dbt_merge._history_columns() | map('first') | list %}
-  {% if stats.versions is defined %}
-    {#- a history merge's versions (strategy='history'): a column tables made by releases before it
-        lack, added on the first such merge -#}
-    {% if dbt_merge._find_column('versions', dbt_merge.relation_columns(relation) | map(attribute='name') | list) is none %}
-      {% do dbt_merge.alter_target_columns(relation, add=[api.Column.create('versions', 'bigint')], remove=[], retype=[]) %}
-    {% endif %}
+  {#- column `versions`: tables made by releases before strategy='history' lack it (added on the
+      first history merge). Every column the table has is written: Spark's parquet tables refuse
+      an INSERT that leaves one out. -#}
+  {% set has_versions = dbt_merge._find_column('versions', dbt_merge.relation_columns(relation) | map(attribute='name') | list) is not none %}
+  {% if stats.versions is defined and not has_versions %}
+    {% do dbt_merge.alter_target_columns(relation, add=[api.Column.create('versions', 'bigint')], remove=[], retype=[]) %}
+    {% set has_versions = true %}
+  {% endif %}
+  {% if has_versions %}
     {% do columns.append('versions') %}
-    {% do values.append(stats.versions) %}
+    {% do values.append(stats.versions if stats.versions is defined else 'null') %}
   {% endif %}
   {% do dbt_merge.run_statement('insert into ' ~ relation ~ ' (' ~ dbt_merge.column_list(columns)
       ~ ') values (' ~ values | join(', ') ~ ')', 'dbt_merge_history') %}
