@@ -65,15 +65,21 @@
 {% endmacro %}
 
 {#- [{model, location}] of the project's other `merge` models with a `location` (each as
-    dataset_location resolves it; one it would refuse is left out, its own run refuses it; one
-    still holding Jinja, which only its own model's context renders, is left out): the Python
-    job refuses this model when one of them is its folder, holds it or lies in it. -#}
+    dataset_location resolves it; one it would refuse is left out, its own run refuses it): the
+    Python job refuses this model when one of them is its folder, holds it or lies in it. A
+    location holding Jinja (`{{ var('lake') }}/customers`) is rendered here as its own model
+    renders it: in this model's context, with `this` and `model` standing for that model. -#}
 {% macro other_dataset_locations() %}
   {% set others = [] %}
   {% for node in graph.nodes.values() if node.resource_type == 'model' and node.unique_id != model.unique_id
-       and node.config.materialized == 'merge' and node.config.get('location')
-       and '{{' not in node.config.location | string and '{%' not in node.config.location | string %}
-    {% set location = dbt_merge.dataset_location(node.config.location, refuse=false) %}
+       and node.config.materialized == 'merge' and node.config.get('location') %}
+    {% set raw = node.config.location | string %}
+    {% if '{{' in raw or '{%' in raw %}
+      {% set raw = render("{% set this = api.Relation.create(database=" ~ tojson(node.database)
+          ~ ", schema=" ~ tojson(node.schema) ~ ", identifier=" ~ tojson(node.alias) ~ ") %}"
+          ~ "{% set model = graph.nodes[" ~ tojson(node.unique_id) ~ "] %}" ~ raw) %}
+    {% endif %}
+    {% set location = dbt_merge.dataset_location(raw, refuse=false) %}
     {% if location is not none %}
       {% do others.append({'model': node.name, 'location': location}) %}
     {% endif %}

@@ -606,7 +606,9 @@ def test_location_paths_home_quotes_twins_table_formats_and_empty_runs(tmp_path,
       on the quote, read as "no dataset": the same two failures);
     - two models at one folder (one named through a symlink, with a trailing slash) and a
       third inside it: each refused, naming another, nothing written (before: each merged
-      into the other's rows);
+      into the other's rows); two written with Jinja (`{{ var('lake') }}/jshared`) too (before:
+      a location holding Jinja was left out of the check, so b's full_merge deleted a's rows),
+      while two whose Jinja names `this` (`.../per/{{ this.name }}`) are two folders;
     - a Delta table's folder, `~name/...`, a backslash, an empty location (the working folder
       before) and `/`: refused before anything is written;
     - --empty on a partitioned dataset under a `k=v` folder keeps the partition column's type
@@ -639,6 +641,10 @@ def test_location_paths_home_quotes_twins_table_formats_and_empty_runs(tmp_path,
         "twin_a": str(lake / "shared"),
         "twin_b": str(tmp_path / "link" / "shared") + "/",
         "nested_c": str(lake / "shared" / "part"),
+        "jinja_a": "{{ var('lake') }}/jshared",
+        "jinja_b": "{{ var('lake') }}/{% if true %}jshared{% endif %}/",
+        "per_a": "{{ var('lake') }}/per/{{ this.name }}",
+        "per_b": "{{ var('lake') }}/per/{{ model.name }}",
         "delta": str(lake / "delta_t"),
         "tilde_name": "~no_such_user_here/x",
         "backslash": str(lake / "a\\b"),
@@ -651,9 +657,9 @@ def test_location_paths_home_quotes_twins_table_formats_and_empty_runs(tmp_path,
         if name == "hive":
             cfg["partition_by"] = "p"
         models[name] = model_sql(cfg, body)
-    proj = project(tmp_path, models)
+    proj = make_project(tmp_path / "proj", "parquet_models", models, vars={"lake": str(lake)})
     first = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
-    for name in ("home", "odd", "hive"):
+    for name in ("home", "odd", "hive", "per_a", "per_b"):
         assert first.stats(name)["inserted"] == 4, name
     assert (home / "lake" / "h").is_dir() and not (tmp_path / "~").exists()
     others = {"twin_a": ("twin_b", "nested_c"), "twin_b": ("twin_a", "nested_c"),
@@ -662,14 +668,20 @@ def test_location_paths_home_quotes_twins_table_formats_and_empty_runs(tmp_path,
         message = first.error(name)
         assert any(f"the location of model '{o}'" in message for o in named), message
         assert "Give each model a folder of its own" in message, message
-    assert not (lake / "shared").exists()
+    for name, other in (("jinja_a", "jinja_b"), ("jinja_b", "jinja_a")):
+        message = first.error(name)
+        assert f"is also the location of model '{other}'" in message, message
+    assert not (lake / "shared").exists() and not (lake / "jshared").exists()
+    assert sorted(p.name for p in (lake / "per").iterdir()) == [".per_a.dbt_merge",
+                                                              ".per_b.dbt_merge", "per_a",
+                                                              "per_b"]
     assert "is a Delta table (its marker: " in first.error("delta")
     assert "starts with ~ followed by a name" in first.error("tilde_name")
     assert "has a backslash, which DuckDB's glob reads as an escape" in first.error("backslash")
     assert "location '' is empty" in first.error("empty_location")
     assert "location '/' is the file system's root" in first.error("root")
     assert sorted(p.name for p in lake.iterdir()) == [".it's 50% ü x.dbt_merge", "delta_t",
-                                                     "it's 50% ü x"]
+                                                     "it's 50% ü x", "per"]
 
     second = run_dbt(["run", "-s", "home", "odd", "hive"], proj, "duckdb", PROFILES_DIR)
     for name in ("home", "odd"):  # is_incremental() saw the dataset: every row 'inc'
