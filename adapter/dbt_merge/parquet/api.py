@@ -1197,9 +1197,21 @@ def dataset_files(target_path: str | os.PathLike) -> Iterator[list[str]]:
     `target_path/**/*.parquet` taken while a merge publishes may not be (DuckDB skips a listed
     file that is gone when it looks at it; see docs/parquet-datasets.md, Readers). A merge
     waits to publish until such blocks end. `target_path` is resolved as the merge resolves it
-    (`~`, symlinks, `..`)."""
+    (`~`, symlinks, `..`). A file whose path has a glob character or a backslash (another
+    tool's `a[1].parquet`) is refused: DuckDB expands every path of a list it reads, so a read
+    of the list would read another file in its place."""
     root = Path(os.path.realpath(os.path.expanduser(os.fspath(target_path))))
     with commit.dataset_files(root) as files:
+        for f in files:
+            odd = sorted({ch for ch in f if ch in paths.GLOB_CHARACTERS + "\\"})
+            if odd:
+                raise ParquetMergeError(
+                    f"dbt_merge: dataset '{target_path}': the file '{f}' has {' '.join(odd)} "
+                    "in its path, which DuckDB reads as a glob (or a backslash as an escape) in "
+                    "every path of a list it reads: a read of the dataset's files would read "
+                    "another file in its place, or none. Rename it without * ? [ { \\. "
+                    "Nothing was read."
+                )
         yield files
 
 
