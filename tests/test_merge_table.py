@@ -738,23 +738,24 @@ def test_two_tables_sharing_a_new_history_table_from_two_threads():
     merge_history_table, ten times at once: both merges succeed and the history holds one row
     per merge. Before: each merge created the history table inside its own transaction, and
     one of the two failed with DuckDB's `Catalog write-write conflict` (9-10 tries of 10)."""
+    def merge(con, name: str, barrier, results: list, errors: list) -> None:
+        cursor = con.cursor()
+        barrier.wait()
+        try:
+            results.append(merge_table(cursor, "select 1 as k, 1 as v", name, "k",
+                                       merge_history_table="merge_history"))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        finally:
+            cursor.close()
+
     for attempt in range(10):
         con = duckdb.connect()
-        con.execute("create table t1 (k integer, v integer); create table t2 (k integer, v integer)")
+        con.execute("create table t1 (k integer, v integer)")
+        con.execute("create table t2 (k integer, v integer)")
         barrier, results, errors = threading.Barrier(2), [], []
-
-        def merge(name: str) -> None:
-            cursor = con.cursor()
-            barrier.wait()
-            try:
-                results.append(merge_table(cursor, "select 1 as k, 1 as v", name, "k",
-                                           merge_history_table="merge_history"))
-            except Exception as e:  # noqa: BLE001 - reported below
-                errors.append(e)
-            finally:
-                cursor.close()
-
-        threads = [threading.Thread(target=merge, args=(n,)) for n in ("t1", "t2")]
+        threads = [threading.Thread(target=merge, args=(con, n, barrier, results, errors))
+                   for n in ("t1", "t2")]
         for thread in threads:
             thread.start()
         for thread in threads:
