@@ -5,9 +5,10 @@ The commit protocol, whole:
 1. A lock (`flock`) on `<parent>/.<name>.dbt_merge/lock` serializes writers of one dataset.
    Everything else in that work folder is scratch: whatever a killed merge left there is
    deleted by the next merge, under the lock, before it starts. The work folder is outside
-   every dataset a reader may glob: for a folder of hive partitions (`sales/d=1`, `k=v` names)
-   it is next to the outermost folder above them (`.sales.dbt_merge` beside `sales`), whose
-   readers of `sales/**/*.parquet` would otherwise read the work files (work_dir).
+   the dataset: for a folder of hive partitions (`sales/d=1`, `k=v` names) it is next to the
+   outermost folder above them on the same file system that the process may write in
+   (`.sales.dbt_merge` beside `sales`), whose readers of `sales/**/*.parquet` would otherwise
+   read the work files (work_dir). A plain folder above the dataset is not climbed.
 2. New files are written into the work folder, never into the dataset.
 3. The directory holding every change (layout.plan_swap) is rebuilt in the work folder: hard
    links to each file that stays (no data is copied), plus the new files.
@@ -73,11 +74,35 @@ def work_dir(root: Path) -> Path:
     (`sales/d=1` -> `.sales.dbt_merge` beside `sales`): inside `sales`, a reader of
     `sales/**/*.parquet` would read its work files (the new files, the swapped-out old
     folder). Merges into `sales` and into any of its partition folders share it, and so take
-    turns."""
+    turns. It climbs only to a folder on the dataset's file system that this process may
+    write in: a `k=v` folder just inside a mount point (`/dev/shm/run=1`) or inside a folder
+    it cannot write keeps its work folder beside itself (the swap is a rename, which cannot
+    cross file systems, and a folder that cannot be made there is no work folder)."""
     top = root
+    device = _device(root)
     while _HIVE_FOLDER.match(top.name) and top.parent != top and top.parent.name:
+        above = top.parent.parent
+        if _device(above) != device or not _writable(above):
+            break
         top = top.parent
     return top.parent / f".{top.name}.dbt_merge"
+
+
+def _existing(path: Path) -> Path:
+    """`path`, or its nearest parent that exists (a first merge creates the rest)."""
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return path
+
+
+def _device(path: Path) -> int:
+    return _existing(path).stat().st_dev
+
+
+def _writable(folder: Path) -> bool:
+    """Whether this process may create a folder in `folder` (or, when it does not exist yet,
+    in its nearest existing parent, where the first merge creates it)."""
+    return os.access(_existing(folder), os.W_OK | os.X_OK)
 
 
 def _old_work_dir(root: Path) -> Path | None:
