@@ -34,11 +34,11 @@
       {% endif %}
     {% endif %}
   {% endif %}
-  {% if problem is none %}
-    {% for ch in ['*', '?', '[', '{'] if ch in raw %}
-      {% set problem = "has a glob character (" ~ ch ~ "), which DuckDB would expand when reading the dataset "
-          ~ "(every later merge, the model's view, every reader). Choose a path without * ? [ {." %}
-    {% endfor %}
+  {#- a variable set inside a for loop does not leave it (Jinja's scoping): select instead -#}
+  {% set globbed = ['*', '?', '[', '{'] | select('in', raw) | list %}
+  {% if problem is none and globbed %}
+    {% set problem = "has a glob character (" ~ globbed | join(' ') ~ "), which DuckDB would expand when "
+        ~ "reading the dataset (every later merge, the model's view, every reader). Choose a path without * ? [ {." %}
   {% endif %}
   {% if problem is none and '\\' in raw %}
     {% set problem = "has a backslash, which DuckDB's glob reads as an escape: `<location>/**/*.parquet` would "

@@ -383,20 +383,38 @@ def test_an_enforced_contract_is_checked_on_every_run(tmp_path, db):
 
 
 def test_a_location_with_a_glob_character_is_refused_before_anything_runs(tmp_path, db):
-    """Issue 21 class 6: the first run wrote the dataset, then failed with a raw IO Error."""
+    """Issue 21 class 6: the first run wrote the dataset, then failed with a raw IO Error. A
+    glob character, two models with one folder and a Delta table's folder are refused before
+    the pre-hooks (each writes a file, which no rollback undoes). Before: every such model ran
+    its pre-hooks, then the Python job refused it (the macros' glob check never fired: a
+    variable set in a Jinja for loop does not leave it)."""
     src = source(db, "globbed", "select range as id from range(2)")
     db.execute("create or replace table pq_src.glob_log (n bigint)")
-    cfg = {
-        "unique_key": "id",
-        "location": str(tmp_path / "d[1]"),
-        "schema": SCHEMA,
-        "pre_hook": "insert into pq_src.glob_log values (1)",
-    }
-    proj = project(tmp_path, {"globbed": model_sql(cfg, f"select * from {src}")})
+    (tmp_path / "delta" / "_delta_log").mkdir(parents=True)
+    locations = {"globbed": tmp_path / "d[1]", "twin_a": tmp_path / "shared",
+                 "twin_b": tmp_path / "shared", "delta": tmp_path / "delta"}
+    models = {}
+    for name, location in locations.items():
+        hook = str(tmp_path / f"hook_{name}.csv").replace("'", "''")
+        cfg = {
+            "unique_key": "id",
+            "location": str(location),
+            "schema": SCHEMA,
+            "pre_hook": ["insert into pq_src.glob_log values (1)",
+                         f"copy (select 1 as ran) to '{hook}'"],
+        }
+        models[name] = model_sql(cfg, f"select * from {src}")
+    proj = project(tmp_path, models)
     run = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
     message = run.error("globbed")
     assert "has a glob character ([)" in message and "Choose a path without" in message
+    for name, other in (("twin_a", "twin_b"), ("twin_b", "twin_a")):
+        assert f"is also the location of model '{other}'" in run.error(name)
+    assert "is a Delta table (its marker: " in run.error("delta")
     assert not (tmp_path / "d[1]").exists() and not list(tmp_path.glob(".d*"))
+    assert not (tmp_path / "shared").exists() and not list(tmp_path.glob(".shared*"))
+    assert sorted(p.name for p in (tmp_path / "delta").iterdir()) == ["_delta_log"]
+    assert list(tmp_path.glob("hook_*")) == []
     assert db.execute("select count(*) from pq_src.glob_log").fetchone() == (0,)
 
 
