@@ -323,12 +323,18 @@ class _History:
         )
 
     def _macros(self, con, fail) -> MacroContext:
+        def columns(relation) -> list[Column]:
+            # record_merge_history reads the history table's columns (`versions` or not)
+            rows = con.execute(f"describe select * from {relation}").fetchall()
+            return [Column(row[0], row[1]) for row in rows]
+
         return MacroContext(
             self.config,
             _Session(con, "").query,
             fail,
             context=self.context,
             error=ParquetMergeError,
+            adapter_methods={"get_columns_in_relation": columns},
         )
 
     def ensure(self) -> None:
