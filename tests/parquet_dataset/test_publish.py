@@ -267,3 +267,23 @@ def test_the_work_folder_stays_on_the_datasets_file_system_and_where_it_can_be_m
     finally:
         locked.chmod(0o755)
         shutil.rmtree(locked, ignore_errors=True)
+
+
+def test_a_merge_inside_a_reader_block_of_the_same_thread_is_refused(dataset):
+    """A merge into the dataset (or into a partition folder sharing its work folder) inside a
+    `with dataset_files(...)` block of the same thread: refused at once, naming the fix, the
+    dataset unchanged; after the block it merges. Before: it waited forever for the block's
+    own lock, holding the dataset's writer lock (every other merge waited too)."""
+    from dbt_merge.parquet import dataset_files
+
+    before = fingerprint(dataset)
+    with dataset_files(dataset) as files:
+        assert len(files) == 2
+        for target in (dataset, dataset / "d=1"):
+            with pytest.raises(ParquetMergeError, match="Merge after the block ends") as error:
+                run_merge(table([1, 99], "new"), target, "id", durable=False)
+            expected = f"the merge into '{target}' runs inside a `with dataset_files"
+            assert expected in str(error.value)
+        assert fingerprint(dataset) == before
+    report = run_merge(table([1, 99], "new"), dataset, "id", durable=False)
+    assert (report.stats["inserted"], report.stats["updated"]) == (1, 1)

@@ -48,6 +48,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -158,6 +159,14 @@ def transaction(
         with _shared_lock(work / "lock"):
             yield Transaction(root, work, tx_id)
         return
+    if _blocks().get(work):
+        raise ParquetMergeError(
+            f"the merge into '{root}' runs inside a `with dataset_files(...)` block (or a "
+            "read_dataset) of the same thread over this dataset (or the larger one it is a "
+            "partition of): the block holds the dataset's publish lock until it ends, and the "
+            "merge's publish would wait for it forever. Merge after the block ends (read what "
+            "you need into memory inside it). The dataset was not changed."
+        )
     root.parent.mkdir(parents=True, exist_ok=True)
     work.mkdir(exist_ok=True)
     with open(work / "lock", "a+") as lock:
@@ -200,8 +209,24 @@ def dataset_files(root: Path) -> Iterator[list[str]]:
     a merge or after it, never a mix (a glob of `root/**/*.parquet` taken while a merge
     publishes may not be: see the module). The publish lock is taken shared; when no merge of
     the package ever ran there, there is none to take."""
-    with _shared_lock(work_dir(root) / "publish.lock"):
-        yield [str(root / rel) for rel in list_files(root)]
+    work = work_dir(root)
+    blocks = _blocks()  # a merge of this thread inside the block would wait for it forever
+    blocks[work] = blocks.get(work, 0) + 1
+    try:
+        with _shared_lock(work / "publish.lock"):
+            yield [str(root / rel) for rel in list_files(root)]
+    finally:
+        blocks[work] -= 1
+
+
+_READING = threading.local()
+
+
+def _blocks() -> dict[Path, int]:
+    """This thread's open dataset_files blocks, by work folder."""
+    if not hasattr(_READING, "blocks"):
+        _READING.blocks = {}
+    return _READING.blocks
 
 
 @contextmanager
