@@ -605,10 +605,18 @@ class _Merge:
             )
             self.s.created.append(("view", plan["stage"]))
         source = self._checked_source(plan)
+        columns = plan["target_names"]
+        if build:
+            # as a reader of the files sees them afterwards, and every later merge reports
+            # them: the files' columns, then the partition columns (folders), nesting order
+            lowered = [p.lower() for p in partitions]
+            columns = [c for c in columns if c.lower() not in lowered] + sorted(
+                (c for c in columns if c.lower() in lowered), key=lambda c: lowered.index(c.lower())
+            )
         report = MergeReport(
             stats={},
             root=str(self.root),
-            columns=plan["target_names"],
+            columns=columns,
             partition_columns=partitions,
             hive_types=hive_types or {},
         )
