@@ -75,9 +75,12 @@
        and node.config.materialized == 'merge' and node.config.get('location') %}
     {% set raw = node.config.location | string %}
     {% if '{{' in raw or '{%' in raw %}
-      {% set raw = render("{% set this = api.Relation.create(database=" ~ tojson(node.database)
-          ~ ", schema=" ~ tojson(node.schema) ~ ", identifier=" ~ tojson(node.alias) ~ ") %}"
-          ~ "{% set model = graph.nodes[" ~ tojson(node.unique_id) ~ "] %}" ~ raw) %}
+      {% set parts = [] %}
+      {% for part in [node.database, node.schema, node.alias] %}
+        {% do parts.append('none' if part is none else tojson(part)) %}
+      {% endfor %}
+      {% set raw = render("{% set this = api.Relation.create(database=" ~ parts[0] ~ ", schema=" ~ parts[1]
+          ~ ", identifier=" ~ parts[2] ~ ") %}{% set model = graph.nodes[" ~ tojson(node.unique_id) ~ "] %}" ~ raw) %}
     {% endif %}
     {% set location = dbt_merge.dataset_location(raw, refuse=false) %}
     {% if location is not none %}
