@@ -138,7 +138,11 @@ def test_a_null_updated_at_is_refused_naming_the_key(con):
 
 def test_repeated_and_null_keys_are_refused_unless_dedup_order_by(con):
     twice = values((1, "'x'", 1, TS.format(2)), (1, "'y'", 2, TS.format(3)))
-    refused(con, twice, "occur more than once", updated_at="u")
+    # the fix named is dedup_order_by on the history merge itself, not another strategy
+    message = refused(con, twice, "occur more than once", updated_at="u")
+    assert ("or set dedup_order_by on this model (e.g. dedup_order_by='u desc'): strategy "
+            "'history' then keeps one row per key, the first in that order." in message)
+    assert "strategy='deduplicate'" not in message
     refused(
         con, values(("cast(null as int)", "'x'", 1, TS.format(2))), "is NULL in", updated_at="u"
     )
