@@ -63,7 +63,9 @@
 {% endmacro %}
 
 {#- plan.history for build_merge_plan: {updated_at (the SELECT's column, or none), compare (the
-    columns whose change makes a new version; none compared with updated_at alone), cols ({role:
+    columns whose change makes a new version; none compared with updated_at alone), same_time
+    (the columns that tell a late row from an unchanged one at its current version's own time),
+    cols ({role:
     the table's column name, dbt_is_deleted none when there is none}), time_type (the type of
     dbt_valid_from), valid_to_current, hard_deletes, late_rows, data (the table's other columns),
     run_time (set by the flow)}. Refuses, naming the column, what the SELECT and the table cannot
@@ -135,9 +137,23 @@
       {% do compare.append(found) %}
     {% endfor %}
   {% endif %}
+  {#- the columns compared when a row has its current version's own time (an updated_at equal to
+      its dbt_updated_at): differing there, the row is late (a version valid for no time), else
+      unchanged. The compared columns, or with updated_at alone every column the SELECT and the
+      table share but those the engine cannot compare (Spark: MAP). -#}
+  {% set same_time = compare | list %}
+  {% if not compare and updated_at %}
+    {% for col in shared %}
+      {% set source_col = source_columns | selectattr('name', 'equalto', dbt_merge._find_column(col, source_names)) | first %}
+      {% if adapter.dispatch('_history_comparable', 'dbt_merge')(source_col.dtype) %}
+        {% do same_time.append(col) %}
+      {% endif %}
+    {% endfor %}
+  {% endif %}
   {{ return({
     'updated_at': updated_at,
     'compare': compare,
+    'same_time': same_time,
     'check': history.check_columns is not none or not updated_at,
     'cols': cols,
     'meta': meta,
@@ -148,6 +164,16 @@
     'data': data,
     'run_time': none,
   }) }}
+{% endmacro %}
+
+{#- Whether the engine can tell two values of type `data_type` apart (IS DISTINCT FROM). -#}
+{% macro default___history_comparable(data_type) %}
+  {{ return(true) }}
+{% endmacro %}
+
+{# Spark cannot compare MAP values (INVALID_ORDERING_TYPE), nor anything holding one. #}
+{% macro spark___history_comparable(data_type) %}
+  {{ return('map<' not in (data_type or '') | lower) }}
 {% endmacro %}
 
 {#- SQL: the row aliased `alias` is its key's current version (dbt_valid_to NULL, or

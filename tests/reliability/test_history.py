@@ -42,6 +42,7 @@ ERROR_EXCERPTS = {
     "duplicate_key": "occur more than once",
     "null_updated_at": "updated_at column 'u' is NULL",
     "late_row": "are late",
+    "late_delete": "would close it before it starts",
     "mass_delete": "max_delete_fraction",
 }
 
@@ -202,6 +203,16 @@ def compare(got: list[dict], want: list[dict], times, columns: list[str]) -> Non
         )
 
 
+def sound(rows: list[dict], where: str) -> None:
+    """What every table the package writes holds: dbt_scd_id unique, and no version valid for no
+    time (every closed version ends after it starts)."""
+    ids = [r["dbt_scd_id"] for r in rows]
+    assert len(ids) == len(set(ids)), f"{where}: dbt_scd_id repeats: {sorted(ids)}"
+    empty = [r for r in rows if r["dbt_valid_to"] is not None
+             and not r["dbt_valid_to"] > r["dbt_valid_from"]]
+    assert not empty, f"{where}: versions valid for no time: {empty}"
+
+
 def run_sequence(seq: Sequence, merge, read) -> None:
     """Merge each state with `merge(rows, options)` (MergeResult, or MergeError raised) and check
     the table (`read()`: its rows, or None) against the reference after each."""
@@ -236,6 +247,7 @@ def run_sequence(seq: Sequence, merge, read) -> None:
         got = {k: getattr(result, k) for k in stats.as_dict()}
         assert got == stats.as_dict(), f"run {n}: stats {got} != reference {stats.as_dict()}"
         compare(after, want, times, seq.columns)
+        sound(after, f"run {n}")
         table = want
 
 
