@@ -373,3 +373,44 @@ def test_history_sequences_match_the_reference_on_spark(spark):
         except AssertionError as error:
             failures.append(f"{kind}: {error}\n  {seq.describe()}")
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.spark
+def test_a_map_column_on_spark_is_merged_when_history_does_not_compare_it(spark):
+    """Spark cannot compare MAP values: a history merge is refused only when it must compare the
+    map (check_cols naming it, or the check strategy comparing every column), naming
+    merge_check_columns; with updated_at alone or check_cols leaving it out, it merges run after
+    run. merge_exclude_columns is not offered (history refuses it)."""
+    from dbt_merge.errors import MergeError
+    from dbt_merge.spark.api import merge_dataframe
+
+    spark.sql("create database if not exists hist_seq")
+
+    def frame(v, day):
+        return spark.sql(f"select 1 as id, '{v}' as v, map('k', '{v}') as m, "
+                         f"timestamp '2024-01-0{day}' as u")
+
+    def versions():
+        return sorted((r.v, r.dbt_valid_to is None) for r in spark.table(table).collect())
+
+    for n, options in enumerate(({"updated_at": "u"}, {"check_cols": ["v"]})):
+        table = f"hist_seq.with_map{n}"
+        spark.sql(f"drop table if exists {table}")
+        merge_dataframe(frame("a", 1), table, "id", "history", file_format="iceberg", **options)
+        result = merge_dataframe(frame("b", 2), table, "id", "history", **options)
+        assert (result.updated, result.total, result.versions) == (1, 1, 2), options
+        result = merge_dataframe(frame("b", 2), table, "id", "history", **options)
+        assert (result.unchanged, result.held_back, result.versions) == (1, 0, 2), options
+        assert versions() == [("a", False), ("b", True)]
+    before = versions()
+    for options, match in [
+        ({"check_cols": ["m"]}, "the columns it compares. Leave it out of merge_check_columns"),
+        ({}, "the columns it compares. Leave it out of merge_check_columns"),
+        ({"updated_at": "u", "merge_exclude_columns": ["m"]},
+         "merge_exclude_columns does not apply to strategy 'history'"),
+    ]:
+        with pytest.raises(MergeError, match=match) as raised:
+            merge_dataframe(frame("c", 3), table, "id", "history", **options)
+        assert "merge_exclude_columns, or" not in str(raised.value)
+        assert versions() == before
+
