@@ -8,26 +8,42 @@
   dbt_valid_to_current).
 -#}
 
-{#- The run's time, one value for the whole run (dbt's snapshot_get_time(): DuckDB
-    now()::timestamp, Spark current_timestamp()), read once and written as a literal, so that
-    every version a run opens or closes by the clock has the same time. Read as text in the
-    engine's own format and cast back: the value is what the engine would have used itself. -#}
+{#- The run's time, one value for the whole run: the engine's clock read once as an instant
+    (microseconds since the epoch), and written as SQL that is that instant whatever the
+    session's time zone (history_instant_sql), so that every version a run opens or closes by the
+    clock has the same time. Cast to a column's type (history_time) it is what dbt's
+    snapshot_get_time() gives for that type: a timestamp with a zone (DuckDB's TIMESTAMPTZ,
+    Spark's TIMESTAMP) holds the instant; a wall-clock TIMESTAMP (DuckDB's, Spark's
+    TIMESTAMP_NTZ) or a DATE its reading in the session's time zone, as DuckDB's
+    now()::timestamp does. (A reading of the clock as text, cast back, is ambiguous in the hour
+    a daylight-saving change repeats.) -#}
 {% macro history_run_time() %}
-  {% set expression = adapter.dispatch('history_now_sql', 'dbt_merge')() %}
-  {% set text = dbt_merge.run_sql('select cast(' ~ expression ~ ' as string)', 'dbt_merge_check').rows[0][0] | string %}
-  {{ return("cast('" ~ text ~ "' as timestamp)") }}
+  {% set micros = dbt_merge.run_sql('select ' ~ adapter.dispatch('history_clock_micros_sql', 'dbt_merge')(),
+                                    'dbt_merge_check').rows[0][0] | int %}
+  {{ return(dbt_merge.history_instant_sql(micros)) }}
 {% endmacro %}
 
-{% macro default__history_now_sql() %}
-  {{ return('current_timestamp') }}
+{#- SQL: the engine's clock now, as microseconds since the epoch. -#}
+{% macro default__history_clock_micros_sql() %}
+  {{ return('unix_micros(current_timestamp())') }}
 {% endmacro %}
 
-{% macro duckdb__history_now_sql() %}
-  {{ return('now()::timestamp') }}
+{% macro duckdb__history_clock_micros_sql() %}
+  {{ return('epoch_us(now())') }}
 {% endmacro %}
 
-{% macro spark__history_now_sql() %}
-  {{ return('current_timestamp()') }}
+{#- SQL: the instant `micros` microseconds after the epoch, as a timestamp with a time zone
+    (DuckDB's TIMESTAMPTZ, Spark's TIMESTAMP), the same instant in every session time zone. -#}
+{% macro history_instant_sql(micros) %}
+  {{ return(adapter.dispatch('history_instant_sql', 'dbt_merge')(micros | int)) }}
+{% endmacro %}
+
+{% macro default__history_instant_sql(micros) %}
+  {{ return('timestamp_micros(' ~ micros ~ ')') }}
+{% endmacro %}
+
+{% macro duckdb__history_instant_sql(micros) %}
+  {{ return("(make_timestamp(cast(" ~ micros ~ " as bigint)) at time zone 'UTC')") }}
 {% endmacro %}
 
 {#- [{name, role, column (a dbt Column)}] of the history columns the table has or gets, in the

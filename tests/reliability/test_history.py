@@ -414,3 +414,56 @@ def test_a_map_column_on_spark_is_merged_when_history_does_not_compare_it(spark)
         assert "merge_exclude_columns, or" not in str(raised.value)
         assert versions() == before
 
+
+#: the instants of 01:30 in New York on 2026-11-01, before and after the clocks go back
+REPEATED_HOUR = [1793511000000000, 1793514600000000]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=pytest.mark.spark)])
+def test_the_run_time_is_one_instant_in_every_time_zone(engine, request):
+    """The run's time is the clock read once as an instant, written as SQL that is that instant
+    whatever the session's time zone: in the hour New York's clocks repeat, each 01:30 stays
+    itself (as a timestamp with a zone), and a wall-clock timestamp or a date of it is what dbt's
+    snapshot clock gives there (01:30, that day). A text of the clock cast back would make the
+    two 01:30 one instant."""
+    from dbt_merge.render import MacroContext
+
+    if engine == "duckdb":
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute("set TimeZone = 'America/New_York'")
+
+        def query(sql):
+            cursor = con.execute(sql)
+            return [d[0] for d in cursor.description], cursor.fetchall()
+
+        instant = "epoch_us(cast({} as timestamptz))"
+        clock = "epoch_us(now())"
+    else:
+        spark = request.getfixturevalue("spark")
+        zone = spark.conf.get("spark.sql.session.timeZone")
+        spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+        request.addfinalizer(lambda: spark.conf.set("spark.sql.session.timeZone", zone))
+
+        def query(sql):
+            frame = spark.sql(sql)
+            return frame.columns, [tuple(r) for r in frame.collect()]
+
+        instant = "unix_micros(cast({} as timestamp))"
+        clock = "unix_micros(current_timestamp())"
+
+    def fail(message):
+        raise AssertionError(message)
+
+    macros = MacroContext({}, query, fail, engine=engine)
+    for micros in REPEATED_HOUR:
+        sql = macros.history_instant_sql(micros)
+        wall = "timestamp" if engine == "duckdb" else "timestamp_ntz"
+        got = query(f"select {instant.format(sql)}, cast(cast({sql} as {wall}) as string), "
+                    f"cast(cast({sql} as date) as string)")[1][0]
+        assert got == (micros, "2026-11-01 01:30:00", "2026-11-01"), (micros, got)
+    before = query(f"select {clock}")[1][0][0]
+    sql = macros.history_run_time()
+    after = query(f"select {clock}")[1][0][0]
+    assert before <= query(f"select {instant.format(sql)}")[1][0][0] <= after
