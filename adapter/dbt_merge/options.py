@@ -147,4 +147,8 @@ def merge_config(
     config = {"strategy": strategy, "unique_key": key_columns}
     # an option not given is left out, as in a dbt model: config.get(name, default) applies
     config.update({k: v for k, v in options.items() if k != "full_refresh" and v is not None})
+    if options["full_refresh"]:
+        # asked for by this call: a model's config(full_refresh=true), which a history table
+        # needs to be rebuilt (check_history_rebuild)
+        config["full_refresh"] = True
     return config

@@ -8,26 +8,42 @@
   dbt_valid_to_current).
 -#}
 
-{#- The run's time, one value for the whole run (dbt's snapshot_get_time(): DuckDB
-    now()::timestamp, Spark current_timestamp()), read once and written as a literal, so that
-    every version a run opens or closes by the clock has the same time. Read as text in the
-    engine's own format and cast back: the value is what the engine would have used itself. -#}
+{#- The run's time, one value for the whole run: the engine's clock read once as an instant
+    (microseconds since the epoch), and written as SQL that is that instant whatever the
+    session's time zone (history_instant_sql), so that every version a run opens or closes by the
+    clock has the same time. Cast to a column's type (history_time) it is what dbt's
+    snapshot_get_time() gives for that type: a timestamp with a zone (DuckDB's TIMESTAMPTZ,
+    Spark's TIMESTAMP) holds the instant; a wall-clock TIMESTAMP (DuckDB's, Spark's
+    TIMESTAMP_NTZ) or a DATE its reading in the session's time zone, as DuckDB's
+    now()::timestamp does. (A reading of the clock as text, cast back, is ambiguous in the hour
+    a daylight-saving change repeats.) -#}
 {% macro history_run_time() %}
-  {% set expression = adapter.dispatch('history_now_sql', 'dbt_merge')() %}
-  {% set text = dbt_merge.run_sql('select cast(' ~ expression ~ ' as string)', 'dbt_merge_check').rows[0][0] | string %}
-  {{ return("cast('" ~ text ~ "' as timestamp)") }}
+  {% set micros = dbt_merge.run_sql('select ' ~ adapter.dispatch('history_clock_micros_sql', 'dbt_merge')(),
+                                    'dbt_merge_check').rows[0][0] | int %}
+  {{ return(dbt_merge.history_instant_sql(micros)) }}
 {% endmacro %}
 
-{% macro default__history_now_sql() %}
-  {{ return('current_timestamp') }}
+{#- SQL: the engine's clock now, as microseconds since the epoch. -#}
+{% macro default__history_clock_micros_sql() %}
+  {{ return('unix_micros(current_timestamp())') }}
 {% endmacro %}
 
-{% macro duckdb__history_now_sql() %}
-  {{ return('now()::timestamp') }}
+{% macro duckdb__history_clock_micros_sql() %}
+  {{ return('epoch_us(now())') }}
 {% endmacro %}
 
-{% macro spark__history_now_sql() %}
-  {{ return('current_timestamp()') }}
+{#- SQL: the instant `micros` microseconds after the epoch, as a timestamp with a time zone
+    (DuckDB's TIMESTAMPTZ, Spark's TIMESTAMP), the same instant in every session time zone. -#}
+{% macro history_instant_sql(micros) %}
+  {{ return(adapter.dispatch('history_instant_sql', 'dbt_merge')(micros | int)) }}
+{% endmacro %}
+
+{% macro default__history_instant_sql(micros) %}
+  {{ return('timestamp_micros(' ~ micros ~ ')') }}
+{% endmacro %}
+
+{% macro duckdb__history_instant_sql(micros) %}
+  {{ return("(make_timestamp(cast(" ~ micros ~ " as bigint)) at time zone 'UTC')") }}
 {% endmacro %}
 
 {#- [{name, role, column (a dbt Column)}] of the history columns the table has or gets, in the
@@ -63,7 +79,9 @@
 {% endmacro %}
 
 {#- plan.history for build_merge_plan: {updated_at (the SELECT's column, or none), compare (the
-    columns whose change makes a new version; none compared with updated_at alone), cols ({role:
+    columns whose change makes a new version; none compared with updated_at alone), same_time
+    (the columns that tell a late row from an unchanged one at its current version's own time),
+    cols ({role:
     the table's column name, dbt_is_deleted none when there is none}), time_type (the type of
     dbt_valid_from), valid_to_current, hard_deletes, late_rows, data (the table's other columns),
     run_time (set by the flow)}. Refuses, naming the column, what the SELECT and the table cannot
@@ -135,9 +153,23 @@
       {% do compare.append(found) %}
     {% endfor %}
   {% endif %}
+  {#- the columns compared when a row has its current version's own time (an updated_at equal to
+      its dbt_updated_at): differing there, the row is late (a version valid for no time), else
+      unchanged. The compared columns, or with updated_at alone every column the SELECT and the
+      table share but those the engine cannot compare (Spark: MAP). -#}
+  {% set same_time = compare | list %}
+  {% if not compare and updated_at %}
+    {% for col in shared %}
+      {% set source_col = source_columns | selectattr('name', 'equalto', dbt_merge._find_column(col, source_names)) | first %}
+      {% if adapter.dispatch('_history_comparable', 'dbt_merge')(source_col.dtype) %}
+        {% do same_time.append(col) %}
+      {% endif %}
+    {% endfor %}
+  {% endif %}
   {{ return({
     'updated_at': updated_at,
     'compare': compare,
+    'same_time': same_time,
     'check': history.check_columns is not none or not updated_at,
     'cols': cols,
     'meta': meta,
@@ -148,6 +180,16 @@
     'data': data,
     'run_time': none,
   }) }}
+{% endmacro %}
+
+{#- Whether the engine can tell two values of type `data_type` apart (IS DISTINCT FROM). -#}
+{% macro default___history_comparable(data_type) %}
+  {{ return(true) }}
+{% endmacro %}
+
+{# Spark cannot compare MAP values (INVALID_ORDERING_TYPE), nor anything holding one. #}
+{% macro spark___history_comparable(data_type) %}
+  {{ return('map<' not in (data_type or '') | lower) }}
 {% endmacro %}
 
 {#- SQL: the row aliased `alias` is its key's current version (dbt_valid_to NULL, or

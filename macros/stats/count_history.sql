@@ -5,30 +5,35 @@
                  'new_record' deletion)
       deleted    keys closed (hard_deletes): 'invalidate' closes them, 'new_record' closes them
                  and opens a deletion record
-      unchanged  the SELECT's other rows; held_back the late ones
+      unchanged  the SELECT's other rows
+      held_back  the late rows of the SELECT ('H'), and the deletions held back ('L': a current
+                 version starting at or after the run's time, which closing would leave valid
+                 for no time)
       total      current versions afterwards (deletion records included: they are current);
       versions   the table's rows afterwards.
-    With the raw class counts (i, u, r, d) for the write. -#}
+    With the raw class counts (I, U, R, D, H, L) for the write. -#}
 {% macro count_history(plan, target_state) %}
   {% set action = dbt_merge.quote_identifier(plan.names.action) %}
   {% set checked_rows = plan.get('source_rows') if not plan.deduped else none %}
   {% set row = dbt_merge.run_sql("select " ~ dbt_merge._history_sums(action) ~ ", "
       ~ (checked_rows if checked_rows is not none else "(select count(*) from " ~ plan.deduped ~ ")")
       ~ " from " ~ plan.changes, 'dbt_merge_count').rows[0] %}
-  {% set i, u, r, d, held, source_rows = row[0] | int, row[1] | int, row[2] | int, row[3] | int, row[4] | int, row[5] | int %}
+  {% set i, u, r, d, held, kept, source_rows = row[0] | int, row[1] | int, row[2] | int, row[3] | int, row[4] | int,
+                                               row[5] | int, row[6] | int %}
   {% set new_record = plan.history.hard_deletes == 'new_record' %}
   {{ return({
-    'inserted': i, 'updated': u + r, 'deleted': d, 'unchanged': source_rows - i - u - r - held, 'held_back': held,
+    'inserted': i, 'updated': u + r, 'deleted': d, 'unchanged': source_rows - i - u - r - held,
+    'held_back': held + kept,
     'total': target_state.current + i - (0 if new_record else d),
     'versions': target_state.versions + i + u + r + (d if new_record else 0),
-    'classes': {'I': i, 'U': u, 'R': r, 'D': d, 'H': held},
+    'classes': {'I': i, 'U': u, 'R': r, 'D': d, 'H': held, 'L': kept},
   }) }}
 {% endmacro %}
 
-{#- `coalesce(sum(case when <action> = 'I' then 1 else 0 end), 0), ...` for I, U, R, D, H. -#}
+{#- `coalesce(sum(case when <action> = 'I' then 1 else 0 end), 0), ...` for I, U, R, D, H, L. -#}
 {% macro _history_sums(action) %}
   {%- set parts = [] -%}
-  {%- for a in ['I', 'U', 'R', 'D', 'H'] -%}
+  {%- for a in ['I', 'U', 'R', 'D', 'H', 'L'] -%}
     {%- do parts.append("coalesce(sum(case when " ~ action ~ " = '" ~ a ~ "' then 1 else 0 end), 0)") -%}
   {%- endfor -%}
   {{ return(parts | join(', ')) }}
@@ -44,11 +49,20 @@
   {% set key_names = '(' ~ plan.key_columns | join(', ') ~ ')' %}
   {% if h.late_rows == 'fail' and c.H > 0 %}
     {% set example = dbt_merge._history_changes_example(plan, 'H') %}
-    {{ dbt_merge.raise_merge_error(c.H ~ " row(s) of the model's SELECT are late: older than their key's current version "
-        ~ "in " ~ plan.target ~ " (" ~ ((h.updated_at ~ " before its " ~ h.cols.dbt_valid_from) if h.updated_at
-        else ("the run's time before its " ~ h.cols.dbt_valid_from)) ~ ", or equal to it with other values), e.g. "
-        ~ key_names ~ " = (" ~ example ~ "), and late_rows='fail'. Check the SELECT's " ~ (h.updated_at or "source")
-        ~ ", or set late_rows='hold' to keep such rows out of the history and count them held back. "
+    {{ dbt_merge.raise_merge_error(c.H ~ " row(s) of the model's SELECT are late: not newer than their key's current "
+        ~ "version in " ~ plan.target ~ " (" ~ ((h.updated_at ~ " before its " ~ h.cols.dbt_updated_at ~ ", or equal to it "
+        ~ "with other values, or not after its " ~ h.cols.dbt_valid_from) if h.updated_at
+        else ("the run's time not after its " ~ h.cols.dbt_valid_from)) ~ "), e.g. " ~ key_names ~ " = (" ~ example
+        ~ "), and late_rows='fail'. Check the SELECT's " ~ (h.updated_at or "source") ~ ", or set late_rows='hold' to "
+        ~ "keep such rows out of the history and count them held back. The target was not changed.") }}
+  {% endif %}
+  {% if h.late_rows == 'fail' and c.L > 0 %}
+    {% set example = dbt_merge._history_changes_example(plan, 'L') %}
+    {{ dbt_merge.raise_merge_error(c.L ~ " key(s) the model's SELECT lacks have a current version in " ~ plan.target
+        ~ " that starts at or after the run's time (" ~ h.cols.dbt_valid_from ~ " in the future), e.g. " ~ key_names
+        ~ " = (" ~ example ~ "): hard_deletes='" ~ h.hard_deletes ~ "' would close it before it starts, and "
+        ~ "late_rows='fail'. Check the SELECT and the table's " ~ h.cols.dbt_valid_from ~ ", or set late_rows='hold' to "
+        ~ "close such versions only once the run's time has passed their start (counted held back until then). "
         ~ "The target was not changed.") }}
   {% endif %}
   {% if plan.predicates and c.I > 0 %}
@@ -72,7 +86,7 @@
     {{ dbt_merge.raise_merge_error("hard_deletes='" ~ h.hard_deletes ~ "' would close " ~ c.D ~ " of the " ~ target_state.live
         ~ " current versions it considers (" ~ ((100.0 * c.D / target_state.live) | round(1)) ~ "%), more than "
         ~ "max_delete_fraction=" ~ plan.max_delete_fraction ~ " allows"
-        ~ (": the SELECT is empty" if stats.inserted + stats.updated + stats.unchanged + stats.held_back == 0 else "")
+        ~ (": the SELECT is empty" if stats.inserted + stats.updated + stats.unchanged + c.H == 0 else "")
         ~ ". If that is intended, set max_delete_fraction (1 allows any); otherwise check the model's SELECT and its "
         ~ "upstream models. The target was not changed.") }}
   {% endif %}

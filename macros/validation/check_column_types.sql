@@ -122,7 +122,8 @@
 
 {# Spark:
    - MAP values cannot be compared (INVALID_ORDERING_TYPE), so a map may not be a key, an
-     update column (whose change is detected) or, for deduplicate, any column (rows are compared).
+     update column (whose change is detected; for history a compared column: merge_check_columns)
+     or, for deduplicate (and dedup_order_by), any column (rows are compared).
    - A NULL literal column has type void, which no table format stores.
    - Iceberg reserves metadata column names (_file, _pos, ...): a table with such a column is
      created but cannot be read.
@@ -130,15 +131,22 @@
      case is another column. #}
 {% macro spark__check_engine_column_types(plan) %}
   {% set key_lower = plan.key_columns | map('lower') | list %}
-  {% set compared = key_lower + (plan.update_columns | map('lower') | list if plan.schema is not none else []) %}
+  {#- the columns whose values the merge compares: history compares its own (plan.history.compare;
+      same_time leaves maps out), the others the columns they update -#}
+  {% set judged = (plan.history.compare if plan.history else plan.update_columns) if plan.schema is not none else [] %}
+  {% set compared = key_lower + (judged | map('lower') | list) %}
   {% for col in plan.source_columns %}
     {% set t = col.dtype | lower %}
     {% if 'map<' in t and (plan.actions.dedupe or col.name | lower in compared) %}
+      {% set fix = ("leave it out of merge_check_columns (check_cols)" if plan.history and not plan.actions.dedupe
+                    else "leave it out of the comparison with merge_exclude_columns") if col.name | lower not in key_lower
+                    else "use another key" %}
       {{ dbt_merge.raise_merge_error("column '" ~ col.name ~ "' has type " ~ col.dtype ~ ", and Spark cannot compare "
           ~ "MAP values, which the merge must do for " ~ ("a key" if col.name | lower in key_lower
-          else ("every column with strategy 'deduplicate'" if plan.actions.dedupe else "the columns it updates"))
-          ~ ". Leave it out of the comparison with merge_exclude_columns, or convert it in the SELECT "
-          ~ "(e.g. to_json(" ~ col.name ~ ") or map_entries(...)). The target was not changed.") }}
+          else (("every column with dedup_order_by" if plan.history else "every column with strategy 'deduplicate'")
+                if plan.actions.dedupe else ("the columns it compares" if plan.history else "the columns it updates")))
+          ~ ". " ~ (fix[0] | upper) ~ fix[1:] ~ ", or convert it in the SELECT (e.g. to_json(" ~ col.name ~ ") or "
+          ~ "map_entries(...)). The target was not changed.") }}
     {% endif %}
     {% if t in ['void', 'null'] %}
       {{ dbt_merge.raise_merge_error("column '" ~ col.name ~ "' of the SELECT has no type (it is a bare NULL). "

@@ -38,6 +38,11 @@
   versions are what two colliding snapshot runs leave (dbt-core #4661, #11747), and a merge on
   top of them would close or extend the wrong one. The whole table is read, whatever
   incremental_predicates say: a key's versions may straddle them.
+  A key's last version closed more than a day after the run's time (a day: what a change of the
+  session's time zone can move a wall-clock time) is refused too: no run closes a version in
+  the future, so the table marks its current versions with a dbt_valid_to of its own (a snapshot's
+  or model's dbt_valid_to_current) that the model does not set, and merged as closed versions
+  every key would come back as new. The message names the value when it is one.
   Returns {versions (the table's rows), current (its current versions), live (current versions
   the merge considers that are not deletion records: the base of max_delete_fraction), closed
   (keys whose last version is closed: a key the SELECT brings back after hard_deletes)}.
@@ -57,6 +62,9 @@
   {#- versions of one key, told apart byte for byte (compared_value) -#}
   {% set groups = dbt_merge.compared_list(plan.compare, plan.key_columns) %}
   {% set considered = dbt_merge._target_rows_condition(plan, false) %}
+  {% set vt_type = (h.meta | selectattr('role', 'equalto', 'dbt_valid_to') | first).column.dtype %}
+  {% set future_end = 'cast(' ~ h.run_time ~ ' + interval 1 day as ' ~ vt_type ~ ')' %}
+  {% set future = q(n.to) %}
   {% set rows = dbt_merge.run_sql(
       "select count(*), coalesce(sum(" ~ cur ~ "), 0),
          coalesce(sum(case when " ~ scope ~ " = 1 and " ~ cur ~ " = 1 and " ~ live ~ " = 1 then 1 else 0 end), 0),
@@ -64,9 +72,15 @@
          min(case when " ~ count ~ " > 1 then " ~ dbt_merge._history_key_text(plan, 'DBT_INTERNAL_DEST') ~ " end),
          coalesce(sum(case when " ~ count ~ " <= 1 and " ~ bad ~ " = 1 then 1 else 0 end), 0),
          min(case when " ~ count ~ " <= 1 and " ~ bad ~ " = 1 then " ~ dbt_merge._history_key_text(plan, 'DBT_INTERNAL_DEST') ~ " end),
-         coalesce(sum(case when " ~ bad ~ " = 0 and " ~ nxt ~ " is null and " ~ cur ~ " = 0 then 1 else 0 end), 0)
+         coalesce(sum(case when " ~ bad ~ " = 0 and " ~ nxt ~ " is null and " ~ cur ~ " = 0 then 1 else 0 end), 0),
+         coalesce(sum(" ~ future ~ "), 0),
+         min(case when " ~ future ~ " = 1 then " ~ dbt_merge._history_key_text(plan, 'DBT_INTERNAL_DEST') ~ " end),
+         min(case when " ~ future ~ " = 1 then " ~ vt ~ " end), max(case when " ~ future ~ " = 1 then " ~ vt ~ " end),
+         cast(min(case when " ~ future ~ " = 1 then " ~ vt ~ " end) as string)
        from (
-         select " ~ keys ~ ", " ~ cur ~ ", " ~ live ~ ", " ~ scope ~ ", " ~ count ~ ", " ~ nxt ~ ",
+         select " ~ keys ~ ", " ~ cur ~ ", " ~ live ~ ", " ~ scope ~ ", " ~ count ~ ", " ~ nxt ~ ", " ~ vt ~ ",
+           case when " ~ has_key | join(' and ') ~ " and " ~ nxt ~ " is null and " ~ cur ~ " = 0
+                  and " ~ vt ~ " > " ~ future_end ~ " then 1 else 0 end as " ~ future ~ ",
            case when " ~ has_key | join(' and ') ~ " and (" ~ vf ~ " is null
                   or (" ~ cur ~ " = 0 and " ~ vt ~ " < " ~ vf ~ ")
                   or (" ~ nxt ~ " is not null and (" ~ cur ~ " = 1 or " ~ vt ~ " > " ~ nxt ~ ")))
@@ -98,6 +112,23 @@
         ~ "(" ~ h.cols.dbt_valid_from ~ " to " ~ h.cols.dbt_valid_to ~ ") overlaps the next version of the key, ends before it "
         ~ "starts, or has no start, e.g. " ~ key_names ~ " = (" ~ row[6] ~ "): a new version would extend a wrong history. "
         ~ "Repair those versions; the test dbt_merge.current_unique lists them. The target was not changed.") }}
+  {% endif %}
+  {% if row[8] | int > 0 %}
+    {% set fix = "dbt_valid_to_current=\"cast('" ~ row[12] ~ "' as " ~ vt_type | lower ~ ")\"" %}
+    {% if row[10] == row[11] %}
+      {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[8] | int ~ " key(s) whose last "
+          ~ "version ends at " ~ row[12] ~ ", after the run's time, e.g. " ~ key_names ~ " = (" ~ row[9] ~ "): the table "
+          ~ "marks its current versions with " ~ h.cols.dbt_valid_to ~ " = " ~ row[12] ~ " (dbt_valid_to_current), "
+          ~ ("which is not set here" if not h.valid_to_current else "but dbt_valid_to_current is set to "
+             ~ h.valid_to_current) ~ ", so every such key would be taken for a deleted one. Set " ~ fix ~ ", as the "
+          ~ "snapshot or merge that wrote the table had it. The target was not changed.") }}
+    {% endif %}
+    {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[8] | int ~ " key(s) whose last "
+        ~ "version is closed after the run's time (" ~ h.cols.dbt_valid_to ~ " from " ~ row[12] ~ " on), e.g. " ~ key_names
+        ~ " = (" ~ row[9] ~ "): no run closes a version in the future, so the merge cannot tell which versions are "
+        ~ "current. If the table marks current versions with one " ~ h.cols.dbt_valid_to ~ ", set dbt_valid_to_current to "
+        ~ "it (e.g. " ~ fix ~ ") and repair the versions closed at other times; else repair those versions. The target "
+        ~ "was not changed.") }}
   {% endif %}
   {{ return({'versions': row[0] | int, 'current': row[1] | int, 'live': row[2] | int, 'closed': row[7] | int}) }}
 {% endmacro %}

@@ -51,8 +51,10 @@
     {% endif %}
     {% if not plan.actions.dedupe %}
       {% set message = bad_keys ~ " unique_key value(s) occur more than once in the model's SELECT, e.g. "
-          ~ example ~ ". Make the key unique in the SELECT, fix unique_key, or use strategy='deduplicate' "
-          ~ "with dedup_order_by to keep one row per key." %}
+          ~ example ~ ". Make the key unique in the SELECT, fix unique_key, or "
+          ~ ("set dedup_order_by on this model (e.g. dedup_order_by='" ~ (plan.history.updated_at or '<column>')
+             ~ " desc'): strategy 'history' then keeps one row per key, the first in that order" if plan.history
+             else "use strategy='deduplicate' with dedup_order_by to keep one row per key") ~ "." %}
     {% elif plan.order_by %}
       {% set message = bad_keys ~ " key(s) have different rows that tie on dedup_order_by ("
           ~ dbt_merge.as_list(config.get('dedup_order_by')) | join(', ') ~ "), e.g. " ~ example

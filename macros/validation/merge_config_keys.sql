@@ -12,6 +12,6 @@
     'soft_delete_timestamp_column', 'dry_run', 'merge_history_table', 'full_merge_write',
     'location', 'partition_by', 'compression', 'rows_per_file',
     'updated_at', 'hard_deletes', 'invalidate_hard_deletes', 'check_cols', 'dbt_valid_to_current',
-    'snapshot_meta_column_names', 'late_rows',
+    'snapshot_meta_column_names', 'late_rows', 'full_refresh',
   ]) }}
 {% endmacro %}

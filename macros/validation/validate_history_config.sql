@@ -144,3 +144,23 @@
              'hard_deletes': hard_deletes, 'late_rows': late_rows,
              'valid_to_current': valid_to_current | trim if valid_to_current else none, 'columns': columns}) }}
 {% endmacro %}
+
+{#- A rebuild (--full-refresh) of a history table that exists: refused unless the model says
+    full_refresh=true, since a history cannot be rebuilt from its source (every past version
+    would be lost). Checked with the config, before anything a run may change (Spark: an
+    interrupted write finished or its work table dropped, finish_interrupted_write), so that the
+    refused run leaves everything as it was. A Python door's full_refresh=True is that request. -#}
+{% macro check_history_rebuild(cfg) %}
+  {% if not cfg.history or not should_full_refresh() or config.get('full_refresh') is sameas true %}
+    {{ return(none) }}
+  {% endif %}
+  {% set existing = load_cached_relation(this) %}
+  {% if existing is not none and not existing.is_view %}
+    {{ dbt_merge.raise_merge_error("--full-refresh would rebuild the history table " ~ existing ~ " from the SELECT, "
+        ~ "losing every past version it holds (a history cannot be rebuilt from its source), so it is refused. To "
+        ~ "rebuild it anyway, set config(full_refresh=true) for that one run and remove it afterwards (while it is set, "
+        ~ "every run rebuilds the table: dbt's full_refresh config overrides the flag); to run it incrementally with "
+        ~ "the others, leave it out of --full-refresh (or set config(full_refresh=false)). The target was not "
+        ~ "changed.") }}
+  {% endif %}
+{% endmacro %}

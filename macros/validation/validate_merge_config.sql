@@ -165,6 +165,8 @@
     'full_merge_write': full_merge_write,
     'history': history,
   } %}
+  {#- a refused rebuild of a history table, before the engine's checks change anything -#}
+  {% do dbt_merge.check_history_rebuild(cfg) %}
   {% do dbt_merge.validate_engine_config(cfg) %}
   {{ return(cfg) }}
 {% endmacro %}

@@ -7,7 +7,9 @@
   reads the target, finishes that write: the partitions the run was emptying are dropped and the
   same INSERT OVERWRITE runs from the work table, which leaves the table as the interrupted run
   would have. A work table not marked complete (the run stopped before touching the target) is
-  dropped, and so is every leftover on a rebuild.
+  dropped. A rebuild (--full-refresh, or a view there) leaves every leftover where it is until
+  the new table is written (rebuild_target, drop_leftover_work_tables): a rebuild refused on the
+  way (a bad SELECT) must not lose the rows an unfinished write holds.
   A work table is the run's own only when it carries the package's mark (the table property
   dbt_merge.work_for, naming the table it was made for): a table of the user's whose name merely
   looks like one is never read, finished or dropped.
@@ -24,9 +26,61 @@
 {% endmacro %}
 
 {% macro spark__finish_interrupted_write(existing, dry_run) %}
+  {% if existing is none or existing.is_view or should_full_refresh() %}
+    {#- nothing to finish: the table is built anew, and its leftovers dropped once it is -#}
+    {{ return(none) }}
+  {% endif %}
+  {% set leftovers = dbt_merge._leftover_work_tables(existing) %}
+  {% if not leftovers %}
+    {{ return(none) }}
+  {% endif %}
+  {% set storage = dbt_merge.table_storage(existing) %}
+  {% set unfinished = leftovers | selectattr('ready') | list if storage.write == 'overwrite' else [] %}
+  {% if dry_run %}
+    {% if unfinished %}
+      {{ dbt_merge.raise_merge_error("a run that rewrote " ~ existing ~ " was interrupted before it finished (its rows "
+          ~ "are in " ~ unfinished[0].relation ~ "): a dry run would count a table missing them. Run once "
+          ~ "without dry_run: it finishes that write first. Nothing was written.") }}
+    {% endif %}
+    {{ return(none) }}
+  {% endif %}
+  {#- oldest first: each finished write is the state the next one started from -#}
+  {% for work in unfinished | sort(attribute='ready') %}
+    {% do log('dbt_merge ' ~ model.name ~ ': a run started at ' ~ work.ready ~ ' was interrupted while it '
+        ~ 'rewrote ' ~ existing ~ '; finishing its write from ' ~ work.relation ~ ' first.', info=true) %}
+    {% if work.emptied %}
+      {% do dbt_merge.run_statement('alter table ' ~ existing ~ ' drop if exists ' ~ work.emptied | join(', '),
+          'dbt_merge_drop_partitions') %}
+    {% endif %}
+    {% do dbt_merge._overwrite_from_work_table(existing, storage, work.relation) %}
+  {% endfor %}
+  {% for work in leftovers %}
+    {% do dbt_merge.run_statement('drop table if exists ' ~ work.relation, 'dbt_merge_leftovers') %}
+  {% endfor %}
+{% endmacro %}
+
+{#- After a rebuild of `existing` (the relation found before it): the work tables earlier runs
+    left for it dropped, unfinished writes too (the new table replaces what they would have
+    written). Not on a dry run, which writes nothing. -#}
+{% macro drop_leftover_work_tables(existing) %}
+  {{ return(adapter.dispatch('drop_leftover_work_tables', 'dbt_merge')(existing)) }}
+{% endmacro %}
+
+{% macro default__drop_leftover_work_tables(existing) %}
+{% endmacro %}
+
+{% macro spark__drop_leftover_work_tables(existing) %}
   {% if existing is none %}
     {{ return(none) }}
   {% endif %}
+  {% for work in dbt_merge._leftover_work_tables(existing) %}
+    {% do dbt_merge.run_statement('drop table if exists ' ~ work.relation, 'dbt_merge_leftovers') %}
+  {% endfor %}
+{% endmacro %}
+
+{#- The work tables earlier runs left for `existing` and marked as the package's: [{relation,
+    ready (when the write was marked complete, or none), emptied (partition specs)}]. -#}
+{% macro _leftover_work_tables(existing) %}
   {#- `like` takes a regular expression with * for .*: other characters of the name become *,
       and | separates patterns; the names are matched exactly here. Also dropped: the copies of a non-deterministic
       SELECT (stage_select, <model>__dbt_merge_s_*) that a failed run left. -#}
@@ -51,32 +105,7 @@
       {% endif %}
     {% endif %}
   {% endfor %}
-  {% if not leftovers %}
-    {{ return(none) }}
-  {% endif %}
-  {% set storage = none if existing.is_view or should_full_refresh() else dbt_merge.table_storage(existing) %}
-  {% set unfinished = leftovers | selectattr('ready') | list if storage is not none and storage.write == 'overwrite' else [] %}
-  {% if dry_run %}
-    {% if unfinished %}
-      {{ dbt_merge.raise_merge_error("a run that rewrote " ~ existing ~ " was interrupted before it finished (its rows "
-          ~ "are in " ~ unfinished[0].relation ~ "): a dry run would count a table missing them. Run once "
-          ~ "without dry_run: it finishes that write first. Nothing was written.") }}
-    {% endif %}
-    {{ return(none) }}
-  {% endif %}
-  {#- oldest first: each finished write is the state the next one started from -#}
-  {% for work in unfinished | sort(attribute='ready') %}
-    {% do log('dbt_merge ' ~ model.name ~ ': a run started at ' ~ work.ready ~ ' was interrupted while it '
-        ~ 'rewrote ' ~ existing ~ '; finishing its write from ' ~ work.relation ~ ' first.', info=true) %}
-    {% if work.emptied %}
-      {% do dbt_merge.run_statement('alter table ' ~ existing ~ ' drop if exists ' ~ work.emptied | join(', '),
-          'dbt_merge_drop_partitions') %}
-    {% endif %}
-    {% do dbt_merge._overwrite_from_work_table(existing, storage, work.relation) %}
-  {% endfor %}
-  {% for work in leftovers %}
-    {% do dbt_merge.run_statement('drop table if exists ' ~ work.relation, 'dbt_merge_leftovers') %}
-  {% endfor %}
+  {{ return(leftovers) }}
 {% endmacro %}
 
 {#- The package's table properties of a work table ({name: value} of those starting with

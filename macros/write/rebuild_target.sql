@@ -50,6 +50,9 @@
     {% set create = create | replace(head, head ~ ' using ' ~ default_source, 1) %}
   {% endif %}
   {% do dbt_merge.run_statement(create) %}
+  {#- the table is built: what earlier runs left for it (an unfinished write too) goes now, not
+      before, so that a rebuild refused on the way keeps it (finish_interrupted_write) -#}
+  {% do dbt_merge.drop_leftover_work_tables(existing) %}
 {% endmacro %}
 
 {#- The rows a first build or full refresh loads: the checked (and deduplicated) SELECT, less the

@@ -490,8 +490,8 @@ def history_merge(
     opts: HistoryOptions, now: RunTime,
 ) -> tuple[list[Row], HistoryStats]:
     """One run of a history model: (the table's rows afterwards, the statistics), or MergeError
-    (kinds: null_key, duplicate_key, null_updated_at, late_row, mass_delete). `columns`: the
-    SELECT's columns; `table` None: the first build."""
+    (kinds: null_key, duplicate_key, null_updated_at, late_row, late_delete, mass_delete).
+    `columns`: the SELECT's columns; `table` None: the first build."""
     kinds = ["null_key" for k in key if any(r[k] is None for r in source)]
     if not kinds:
         _, kinds = dedupe_errors("upsert", source, key, Options())
@@ -527,48 +527,70 @@ def history_merge(
 
     stats = HistoryStats()
     closes, opens, records = [], [], []
+    late_deletes = 0
+    # a run opens a version only strictly after the key's last one starts, and closes one only
+    # strictly after it starts: a row (or deletion) that cannot have that is late (held back)
     for r in source:
         k = tuple(r[c] for c in key)
         c, start = current.get(k), start_of(r)
         if c is None:
-            ends = [t["dbt_valid_to"] for t in rows if keyof[id(t)] == k]
+            past = [t for t in rows if keyof[id(t)] == k]
+            ends = [t["dbt_valid_to"] for t in past]
             at = start if not ends or start > max(ends) else _latest(now, max(ends))
+            if past and at <= max(t["dbt_valid_from"] for t in past):
+                stats.held_back += 1
+                continue
             opens.append(version(r, at, start))
             stats.inserted += 1
         elif deleted(c):
-            at = start if start > c["dbt_valid_from"] else _latest(now, c["dbt_valid_from"])
+            at = start if start > c["dbt_valid_from"] else now
+            if not at > c["dbt_valid_from"]:
+                stats.held_back += 1
+                continue
             closes.append((c, at))
             opens.append(version(r, at, start))
             stats.updated += 1
+        elif not opts.updated_at and not compare:
+            stats.unchanged += 1  # nothing to compare: nothing can change
         else:
             own = c["dbt_updated_at"] if c["dbt_updated_at"] is not None else c["dbt_valid_from"]
             differ = any(not same(r[col], c[col]) for col in compare)
-            late = start < own or (bool(compare) and start == own and differ)
-            changed = start > own and (differ or not compare)
+            # at the current version's own time: late when a column differs (the compared ones,
+            # or every one with updated_at alone), else unchanged
+            same_time = compare or [col for col in columns if col not in key]
+            differ_now = any(not same(r[col], c[col]) for col in same_time)
+            newer = start > own and (differ or not compare)
+            late = start < own or (start == own and differ_now) or (
+                newer and start <= c["dbt_valid_from"])
             if late:
                 stats.held_back += 1
-            elif changed:
-                at = _latest(start, c["dbt_valid_from"])
-                closes.append((c, at))
-                opens.append(version(r, at, start))
+            elif newer:
+                closes.append((c, start))
+                opens.append(version(r, start, start))
                 stats.updated += 1
             else:
                 stats.unchanged += 1
+    late_rows = stats.held_back
     keys = {tuple(r[c] for c in key) for r in source}
     live = sum(not deleted(t) for t in current.values())
     if opts.hard_deletes != "ignore":
         for k, c in current.items():
             if k not in keys and not deleted(c):
-                at = _latest(now, c["dbt_valid_from"])
-                closes.append((c, at))
+                if not now > c["dbt_valid_from"]:
+                    late_deletes += 1  # it starts at or after the run's time: closed later
+                    continue
+                closes.append((c, now))
                 stats.deleted += 1
                 if new_record:
                     record = dict(c)
-                    record.update(dbt_scd_id=ScdId((c["dbt_scd_id"], at)), dbt_updated_at=at,
-                                  dbt_valid_from=at, dbt_valid_to=None, dbt_is_deleted="True")
+                    record.update(dbt_scd_id=ScdId((c["dbt_scd_id"], now)), dbt_updated_at=now,
+                                  dbt_valid_from=now, dbt_valid_to=None, dbt_is_deleted="True")
                     records.append(record)
-    if opts.late_rows == "fail" and stats.held_back:
+    stats.held_back += late_deletes
+    if opts.late_rows == "fail" and late_rows:
         raise MergeError("late_row")
+    if opts.late_rows == "fail" and late_deletes:
+        raise MergeError("late_delete")
     if stats.deleted and stats.deleted > opts.max_delete_fraction * live:
         raise MergeError("mass_delete")
     for c, at in closes:

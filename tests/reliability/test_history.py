@@ -42,6 +42,7 @@ ERROR_EXCERPTS = {
     "duplicate_key": "occur more than once",
     "null_updated_at": "updated_at column 'u' is NULL",
     "late_row": "are late",
+    "late_delete": "would close it before it starts",
     "mass_delete": "max_delete_fraction",
 }
 
@@ -202,6 +203,16 @@ def compare(got: list[dict], want: list[dict], times, columns: list[str]) -> Non
         )
 
 
+def sound(rows: list[dict], where: str) -> None:
+    """What every table the package writes holds: dbt_scd_id unique, and no version valid for no
+    time (every closed version ends after it starts)."""
+    ids = [r["dbt_scd_id"] for r in rows]
+    assert len(ids) == len(set(ids)), f"{where}: dbt_scd_id repeats: {sorted(ids)}"
+    empty = [r for r in rows if r["dbt_valid_to"] is not None
+             and not r["dbt_valid_to"] > r["dbt_valid_from"]]
+    assert not empty, f"{where}: versions valid for no time: {empty}"
+
+
 def run_sequence(seq: Sequence, merge, read) -> None:
     """Merge each state with `merge(rows, options)` (MergeResult, or MergeError raised) and check
     the table (`read()`: its rows, or None) against the reference after each."""
@@ -236,6 +247,7 @@ def run_sequence(seq: Sequence, merge, read) -> None:
         got = {k: getattr(result, k) for k in stats.as_dict()}
         assert got == stats.as_dict(), f"run {n}: stats {got} != reference {stats.as_dict()}"
         compare(after, want, times, seq.columns)
+        sound(after, f"run {n}")
         table = want
 
 
@@ -361,3 +373,97 @@ def test_history_sequences_match_the_reference_on_spark(spark):
         except AssertionError as error:
             failures.append(f"{kind}: {error}\n  {seq.describe()}")
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.spark
+def test_a_map_column_on_spark_is_merged_when_history_does_not_compare_it(spark):
+    """Spark cannot compare MAP values: a history merge is refused only when it must compare the
+    map (check_cols naming it, or the check strategy comparing every column), naming
+    merge_check_columns; with updated_at alone or check_cols leaving it out, it merges run after
+    run. merge_exclude_columns is not offered (history refuses it)."""
+    from dbt_merge.errors import MergeError
+    from dbt_merge.spark.api import merge_dataframe
+
+    spark.sql("create database if not exists hist_seq")
+
+    def frame(v, day):
+        return spark.sql(f"select 1 as id, '{v}' as v, map('k', '{v}') as m, "
+                         f"timestamp '2024-01-0{day}' as u")
+
+    def versions():
+        return sorted((r.v, r.dbt_valid_to is None) for r in spark.table(table).collect())
+
+    for n, options in enumerate(({"updated_at": "u"}, {"check_cols": ["v"]})):
+        table = f"hist_seq.with_map{n}"
+        spark.sql(f"drop table if exists {table}")
+        merge_dataframe(frame("a", 1), table, "id", "history", file_format="iceberg", **options)
+        result = merge_dataframe(frame("b", 2), table, "id", "history", **options)
+        assert (result.updated, result.total, result.versions) == (1, 1, 2), options
+        result = merge_dataframe(frame("b", 2), table, "id", "history", **options)
+        assert (result.unchanged, result.held_back, result.versions) == (1, 0, 2), options
+        assert versions() == [("a", False), ("b", True)]
+    before = versions()
+    for options, match in [
+        ({"check_cols": ["m"]}, "the columns it compares. Leave it out of merge_check_columns"),
+        ({}, "the columns it compares. Leave it out of merge_check_columns"),
+        ({"updated_at": "u", "merge_exclude_columns": ["m"]},
+         "merge_exclude_columns does not apply to strategy 'history'"),
+    ]:
+        with pytest.raises(MergeError, match=match) as raised:
+            merge_dataframe(frame("c", 3), table, "id", "history", **options)
+        assert "merge_exclude_columns, or" not in str(raised.value)
+        assert versions() == before
+
+
+#: the instants of 01:30 in New York on 2026-11-01, before and after the clocks go back
+REPEATED_HOUR = [1793511000000000, 1793514600000000]
+
+
+@pytest.mark.parametrize("engine", ["duckdb", pytest.param("spark", marks=pytest.mark.spark)])
+def test_the_run_time_is_one_instant_in_every_time_zone(engine, request):
+    """The run's time is the clock read once as an instant, written as SQL that is that instant
+    whatever the session's time zone: in the hour New York's clocks repeat, each 01:30 stays
+    itself (as a timestamp with a zone), and a wall-clock timestamp or a date of it is what dbt's
+    snapshot clock gives there (01:30, that day). A text of the clock cast back would make the
+    two 01:30 one instant."""
+    from dbt_merge.render import MacroContext
+
+    if engine == "duckdb":
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute("set TimeZone = 'America/New_York'")
+
+        def query(sql):
+            cursor = con.execute(sql)
+            return [d[0] for d in cursor.description], cursor.fetchall()
+
+        instant = "epoch_us(cast({} as timestamptz))"
+        clock = "epoch_us(now())"
+    else:
+        spark = request.getfixturevalue("spark")
+        zone = spark.conf.get("spark.sql.session.timeZone")
+        spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+        request.addfinalizer(lambda: spark.conf.set("spark.sql.session.timeZone", zone))
+
+        def query(sql):
+            frame = spark.sql(sql)
+            return frame.columns, [tuple(r) for r in frame.collect()]
+
+        instant = "unix_micros(cast({} as timestamp))"
+        clock = "unix_micros(current_timestamp())"
+
+    def fail(message):
+        raise AssertionError(message)
+
+    macros = MacroContext({}, query, fail, engine=engine)
+    for micros in REPEATED_HOUR:
+        sql = macros.history_instant_sql(micros)
+        wall = "timestamp" if engine == "duckdb" else "timestamp_ntz"
+        got = query(f"select {instant.format(sql)}, cast(cast({sql} as {wall}) as string), "
+                    f"cast(cast({sql} as date) as string)")[1][0]
+        assert got == (micros, "2026-11-01 01:30:00", "2026-11-01"), (micros, got)
+    before = query(f"select {clock}")[1][0][0]
+    sql = macros.history_run_time()
+    after = query(f"select {clock}")[1][0][0]
+    assert before <= query(f"select {instant.format(sql)}")[1][0][0] <= after

@@ -138,7 +138,11 @@ def test_a_null_updated_at_is_refused_naming_the_key(con):
 
 def test_repeated_and_null_keys_are_refused_unless_dedup_order_by(con):
     twice = values((1, "'x'", 1, TS.format(2)), (1, "'y'", 2, TS.format(3)))
-    refused(con, twice, "occur more than once", updated_at="u")
+    # the fix named is dedup_order_by on the history merge itself, not another strategy
+    message = refused(con, twice, "occur more than once", updated_at="u")
+    assert ("or set dedup_order_by on this model (e.g. dedup_order_by='u desc'): strategy "
+            "'history' then keeps one row per key, the first in that order." in message)
+    assert "strategy='deduplicate'" not in message
     refused(
         con, values(("cast(null as int)", "'x'", 1, TS.format(2))), "is NULL in", updated_at="u"
     )
@@ -230,7 +234,7 @@ def test_late_rows_are_held_back_and_counted_or_refused(con):
     refused(
         con,
         late,
-        r"1 row\(s\) of the source are late: older than their key's current version .* "
+        r"1 row\(s\) of the source are late: not newer than their key's current version .* "
         r"e.g. \(id\) = \(1\), and late_rows='fail'",
         updated_at="u",
         late_rows="fail",
@@ -450,3 +454,196 @@ def test_versions_of_a_null_key_are_left_alone(con):
     assert (result.updated, result.deleted, result.total, result.versions) == (1, 3, 3, 7)
     assert con.execute("select count(*) from t where id is null and dbt_valid_to is null"
                        ).fetchall() == [(2,)]
+
+
+# ------------------------------------------------------------------ the red team's findings
+
+
+def versions(con, key=1, table="t"):
+    return con.execute(
+        f"select v, dbt_scd_id, dbt_valid_from, dbt_valid_to from {table} where id = {key} "
+        "order by dbt_valid_from, dbt_valid_to nulls last"
+    ).fetchall()
+
+
+def assert_sound(con, table="t"):
+    """dbt_scd_id unique, and no version valid for no time."""
+    assert con.execute(
+        f"select dbt_scd_id from {table} group by all having count(*) > 1"
+    ).fetchall() == []
+    assert con.execute(
+        f"select * from {table} where dbt_valid_to is not null and dbt_valid_to <= dbt_valid_from"
+    ).fetchall() == []
+
+
+def counts(result):
+    return (result.inserted, result.updated, result.deleted, result.unchanged, result.held_back,
+            result.total, result.versions)
+
+
+def test_a_table_with_dbt_valid_to_current_needs_it_set():
+    """A table whose current versions end at dbt_valid_to_current (a snapshot's or a model's),
+    merged without it, or with another value: refused naming the value the table holds and the
+    option to set; with it, merged. Versions closed at several times in the future: refused."""
+    c = duckdb.connect()
+    held = "cast('9999-12-31' as timestamp)"
+    merge_table(c, FIRST, "t", "id", "history", updated_at="u", dbt_valid_to_current=held)
+    before = rows(c)
+    changed = values((1, "'a2'", 1, TS.format(2)), (2, "'b'", 1, TS.format(1)))
+    fix = "dbt_valid_to_current=\"cast('9999-12-31 00:00:00' as timestamp)\""
+    for setting, said in [({}, "which is not set here"), (
+            {"dbt_valid_to_current": "cast('2999-12-31' as timestamp)"},
+            "but dbt_valid_to_current is set to cast('2999-12-31' as timestamp)")]:
+        with pytest.raises(MergeError) as raised:
+            merge_table(c, changed, "t", "id", "history", updated_at="u", **setting)
+        message = str(raised.value)
+        assert message.startswith(
+            "dbt_merge: table 't': the history table \"memory\".\"main\".\"t\" has 4 key(s) whose "
+            "last version ends at 9999-12-31 00:00:00, after the run's time, e.g. (id) = (1): the "
+            "table marks its current versions with dbt_valid_to = 9999-12-31 00:00:00"), message
+        assert said in message and f"Set {fix}, as the snapshot or merge" in message, message
+        assert message.endswith("The target was not changed.")
+        assert rows(c) == before
+    result = merge_table(c, changed, "t", "id", "history", updated_at="u",
+                         dbt_valid_to_current="cast('9999-12-31 00:00:00' as timestamp)")
+    assert counts(result) == (0, 1, 0, 1, 0, 4, 5)
+    assert versions(c)[0][3].day == 2 and versions(c)[1][3].year == 9999
+    # no single value: the current versions cannot be told
+    c.execute("update t set dbt_valid_to = timestamp '2999-01-01' where id = 3")
+    before = rows(c)
+    with pytest.raises(MergeError, match=(
+            r"has 4 key\(s\) whose last version is closed after the run's time \(dbt_valid_to "
+            r"from 2999-01-01 00:00:00 on\), e.g. \(id\) = \(1\): no run closes a version in the "
+            r"future, so the merge cannot tell which versions are current")):
+        merge_table(c, changed, "t", "id", "history", updated_at="u")
+    assert rows(c) == before
+
+
+def test_a_new_version_starts_after_the_current_one():
+    """A key back after a deletion opens at the run's time (its updated_at is older than the
+    deletion); a change whose updated_at is after that updated_at but not after the run's time
+    is late (before: a version valid for no time, and its dbt_scd_id twice)."""
+    c = duckdb.connect()
+    options = dict(updated_at="u", hard_deletes="invalidate", max_delete_fraction=1)
+    merge_table(c, values((1, "'a'", 1, TS.format(1)), (2, "'b'", 1, TS.format(1))), "t", "id",
+                "history", **options)
+    merge_table(c, values((2, "'b'", 1, TS.format(1))), "t", "id", "history", **options)
+    back = merge_table(c, values((1, "'a'", 1, "timestamp '2024-02-01'"),
+                                 (2, "'b'", 1, TS.format(1))), "t", "id", "history", **options)
+    assert counts(back) == (1, 0, 0, 1, 0, 2, 3)
+    before = rows(c)
+    later = values((1, "'a3'", 1, "timestamp '2024-03-01'"), (2, "'b'", 1, TS.format(1)))
+    refused(c, later, r"1 row\(s\) of the source are late: .* e.g. \(id\) = \(1\)",
+            late_rows="fail", **options)
+    result = merge_table(c, later, "t", "id", "history", **options)
+    assert counts(result) == (0, 0, 0, 1, 1, 2, 3)
+    assert rows(c) == before
+    assert [v for v, *_ in versions(c)] == ["a", "a"]
+    assert_sound(c)
+
+
+@pytest.mark.parametrize("mode", ["invalidate", "new_record"])
+def test_a_version_starting_after_the_run_is_not_closed_before_it_starts(mode):
+    """A current version with an updated_at in the future, whose key leaves: its deletion is held
+    back (closing it now would end it before, or when, it starts), or refused with
+    late_rows='fail'; the key back with an older updated_at is late."""
+    c = duckdb.connect()
+    options = dict(updated_at="u", hard_deletes=mode, max_delete_fraction=1)
+    merge_table(c, values((1, "'a'", 1, "timestamp '2099-01-01'"), (2, "'b'", 1, TS.format(1))),
+                "t", "id", "history", **options)
+    before = rows(c)
+    gone = values((2, "'b'", 1, TS.format(1)))
+    message = refused(c, gone, r"1 key\(s\) the source lacks have a current version in .* that "
+                      r"starts at or after the run's time .* e.g. \(id\) = \(1\): hard_deletes='"
+                      + mode + r"' would close it before it starts, and late_rows='fail'",
+                      late_rows="fail", **options)
+    assert message.endswith("The target was not changed.")
+    result = merge_table(c, gone, "t", "id", "history", **options)
+    assert counts(result) == (0, 0, 0, 1, 1, 2, 2)
+    assert rows(c) == before
+    result = merge_table(c, values((1, "'a2'", 1, "timestamp '2024-06-01'"),
+                                   (2, "'b'", 1, TS.format(1))), "t", "id", "history", **options)
+    assert counts(result) == (0, 0, 0, 1, 1, 2, 2)
+    assert rows(c) == before
+    assert_sound(c)
+
+
+def test_a_key_deleted_the_day_it_starts_is_closed_the_next_day():
+    """With a DATE updated_at, a key that starts today and leaves today: its deletion is held back
+    (closed today, it would be valid for no day), not a version [today, today]."""
+    c = duckdb.connect()
+    source = ("select 1 as id, 'a' as v, current_date as u "
+              "union all select 2, 'b', date '2024-01-01'")
+    options = dict(updated_at="u", hard_deletes="invalidate", max_delete_fraction=1)
+    merge_table(c, source, "t", "id", "history", **options)
+    result = merge_table(c, "select 2 as id, 'b' as v, date '2024-01-01' as u", "t", "id",
+                         "history", **options)
+    assert counts(result) == (0, 0, 0, 1, 1, 2, 2)
+    assert c.execute("select count(*) from t where dbt_valid_to is null").fetchall() == [(2,)]
+    assert_sound(c)
+
+
+def test_a_changed_row_with_the_same_updated_at_is_late():
+    """updated_at alone: a row whose values differ from its current version's at the same
+    updated_at is late (held back, or refused with late_rows='fail'), never unchanged; the same
+    values there are unchanged. The table stays what dbt snapshot writes (no new version)."""
+    c = duckdb.connect()
+    merge_table(c, FIRST, "t", "id", "history", updated_at="u")
+    before = rows(c)
+    same_time = values((1, "'CHANGED'", 1, TS.format(1)), (2, "'b'", 1, TS.format(1)))
+    refused(c, same_time, r"1 row\(s\) of the source are late: .* e.g. \(id\) = \(1\), and "
+            r"late_rows='fail'", updated_at="u", late_rows="fail")
+    result = merge_table(c, same_time, "t", "id", "history", updated_at="u")
+    assert counts(result) == (0, 0, 0, 1, 1, 4, 4)
+    assert rows(c) == before
+    # a DATE updated_at: two changes on one day
+    c.execute("create table d as select id, v, cast(u as date) as u from (" + FIRST + ")")
+    merge_table(c, "select * from d", "dh", "id", "history", updated_at="u")
+    c.execute("update d set v = 'a2' where id = 1")
+    result = merge_table(c, "select * from d", "dh", "id", "history", updated_at="u")
+    assert counts(result) == (0, 0, 0, 3, 1, 4, 4)
+
+
+def test_with_no_column_to_compare_a_key_is_unchanged():
+    """No updated_at and no column to compare (the SELECT holds the key alone, or its data
+    column was renamed in the table by hand): every key unchanged, run after run."""
+    c = duckdb.connect()
+    c.execute("create table s as select * from (values (1, 'a'), (2, 'b')) as s(id, v)")
+    merge_table(c, "select id from s", "k", "id", "history")
+    merge_table(c, "select * from s", "t", "id", "history")
+    c.execute("alter table t rename column v to v_renamed")
+    for _ in range(2):
+        for select, table in (("select id from s", "k"), ("select * from s", "t")):
+            result = merge_table(c, select, table, "id", "history")
+            assert counts(result) == (0, 0, 0, 2, 0, 2, 2), table
+    assert c.execute("select count(*) from k where dbt_valid_to is null").fetchall() == [(2,)]
+
+
+def test_two_cursors_merging_one_new_key_at_once():
+    """Two merge_table calls on two cursors of one connection, both bringing the same new key:
+    they take turns, so the key gets one current version (one call inserts it, the other finds it
+    unchanged)."""
+    import threading
+
+    c = duckdb.connect()
+    c.execute("create table s as select range as id, 'v' as v, timestamp '2024-01-01' as u "
+              "from range(1000)")
+    merge_table(c, "select * from s", "t", "id", "history", updated_at="u")
+    c.execute("insert into s values (5000, 'new', timestamp '2024-01-02')")
+    out, barrier = {}, threading.Barrier(2)
+
+    def run(n):
+        cursor = c.cursor()
+        barrier.wait()
+        try:
+            out[n] = counts(merge_table(cursor, "select * from s", "t", "id", "history",
+                                        updated_at="u"))
+        finally:
+            cursor.close()
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert sorted(out.values()) == [(0, 0, 0, 1001, 0, 1001, 1001), (1, 0, 0, 1000, 0, 1001, 1001)]
+    assert c.execute("select count(*), count(*) filter (where dbt_valid_to is null) from t"
+                     ).fetchall() == [(1001, 1001)]

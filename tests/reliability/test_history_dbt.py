@@ -315,3 +315,69 @@ def test_another_writer_between_the_counts_and_the_merge_is_refused(spark, tmp_p
         if kept != before[name] or sum(r["id"] == 9 for r in rows) != 1:
             problems.append(f"{name}: the table changed: {rows}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.spark
+def test_a_refused_full_refresh_keeps_an_unfinished_write_on_spark(spark, tmp_path, monkeypatch):
+    """A history model on a parquet table whose run stopped in its INSERT OVERWRITE after Spark
+    deleted the table's files (what a kill there leaves: the table empty, its rows in the work
+    table marked ready). `dbt run --full-refresh` is refused by the history guard before anything
+    is touched, and a rebuild refused on the way (full_refresh=True, a repeated key) keeps the
+    work table too; the next run finishes the write and merges: every version is there. (On
+    main, the refused --full-refresh dropped the work table: the next run found an empty history
+    and wrote 3 versions, the first one gone.)"""
+    import dbt.adapters.spark.session as dbt_spark_session
+    from dbt_merge.errors import MergeError
+    from dbt_merge.spark.api import merge_dataframe
+
+    schema = "hist_unfinished"
+    engine = SparkEngine(spark)
+    engine.setup(schema)
+    engine.drop(schema, "hp")
+    cfg = {"strategy": "history", "unique_key": "id", "updated_at": "u", "schema": schema,
+           "file_format": "parquet"}
+    root = make_project(tmp_path / "unfinished", "hist_unfinished",
+                        {"hp": model_sql(cfg, f"select * from {schema}.src")})
+
+    def leftovers():
+        return sorted(t.name for t in spark.catalog.listTables(schema)
+                      if t.name.startswith("hp__dbt_merge") and not t.isTemporary)
+
+    def versions():
+        spark.sql(f"refresh table {schema}.hp")
+        table = spark.table(f"{schema}.hp").collect()
+        return sorted((r.id, r.v, r.dbt_valid_to is None) for r in table)
+
+    engine.create(schema, "src", SOURCE, [row(1, "a", 1, D[0]), row(2, "b", 1, D[0]),
+                                          row(3, "c", 1, D[0])])
+    assert run_dbt(["run"], root, "spark", PROFILES_DIR).success
+    engine.create(schema, "src", SOURCE, [row(1, "a2", 1, D[1]), row(2, "b", 1, D[0]),
+                                          row(3, "c", 1, D[0])])
+    execute = dbt_spark_session.Cursor.execute
+
+    def stopped(self, sql, *parameters):
+        if f"insert overwrite table {schema}.hp " in sql.lower():  # after dbt's query comment
+            spark.sql(f"truncate table {schema}.hp")  # what Spark had done when the kill came
+            raise RuntimeError("stopped here by the test")
+        return execute(self, sql, *parameters)
+
+    monkeypatch.setattr(dbt_spark_session.Cursor, "execute", stopped)
+    assert not run_dbt(["run"], root, "spark", PROFILES_DIR).success
+    monkeypatch.setattr(dbt_spark_session.Cursor, "execute", execute)
+    assert versions() == [] and len(leftovers()) == 1
+    work = leftovers()
+
+    run = run_dbt(["run", "--full-refresh"], root, "spark", PROFILES_DIR)
+    message = run.error("hp")
+    assert "--full-refresh would rebuild the history table" in message, message
+    assert "The target was not changed." in message
+    assert leftovers() == work and versions() == []
+    twice = spark.createDataFrame([(1, "x", 1, D[3]), (1, "y", 1, D[4])], ["id", "v", "w", "u"])
+    with pytest.raises(MergeError, match="occur more than once"):
+        merge_dataframe(twice, f"{schema}.hp", "id", "history", updated_at="u", full_refresh=True)
+    assert leftovers() == work and versions() == []
+
+    run = run_dbt(["run"], root, "spark", PROFILES_DIR)
+    assert run.success, run.error("hp")
+    assert versions() == [(1, "a", False), (1, "a2", True), (2, "b", True), (3, "c", True)]
+    assert leftovers() == []
