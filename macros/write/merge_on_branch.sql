@@ -393,24 +393,26 @@
     new snapshot) changes it. -#}
 {% macro _key_fields_sql(plan) %}
   {% set columns = plan.schema.target_columns if plan.schema else [] %}
-  {% set parts = [] %}
+  {% set matches, picks = [], [] %}
   {% for key in plan.key_columns %}
     {% set found = columns | selectattr('name', 'equalto', key) | list %}
     {% set type = (found[0].data_type | lower) if found else '' %}
-    {% set low = dbt_merge._bound_hex_sql('m.lower_bound', type) %}
-    {% set high = dbt_merge._bound_hex_sql('m.upper_bound', type) %}
+    {% set m = 'readable_metrics.' ~ dbt_merge.quote_identifier(key) %}
+    {% set low = dbt_merge._bound_hex_sql(m ~ '.lower_bound', type) %}
+    {% set high = dbt_merge._bound_hex_sql(m ~ '.upper_bound', type) %}
     {% if low is none %}
       {{ return('cast(null as string)') }}
     {% endif %}
-    {% set files = plan.target ~ '.files' %}
-    {% do parts.append('(select cast(case when count(*) = 1 then max(f) end as string) from (select f from (select f, size, '
-        ~ 'value_counts as vc, null_value_counts as nc, lower_bounds as lo, upper_bounds as up, readable_metrics.'
-        ~ dbt_merge.quote_identifier(key) ~ ' as m from (select explode(column_sizes) as (f, size), * from ' ~ files
-        ~ ' where content = 0) as dbt_merge_sizes) as dbt_merge_files where size = m.column_size and vc[f] <=> m.value_count '
-        ~ 'and nc[f] <=> m.null_value_count and hex(lo[f]) <=> ' ~ low ~ ' and hex(up[f]) <=> ' ~ high ~ ' group by f '
-        ~ 'having count(*) = (select count(*) from ' ~ files ~ ' where content = 0)) as dbt_merge_ids)') %}
+    {#- per field id: in how many data files its metrics are this key's -#}
+    {% do matches.append('count(case when size = ' ~ m ~ '.column_size and value_counts[f] <=> ' ~ m ~ '.value_count and '
+        ~ 'null_value_counts[f] <=> ' ~ m ~ '.null_value_count and hex(lower_bounds[f]) <=> ' ~ low
+        ~ ' and hex(upper_bounds[f]) <=> ' ~ high ~ ' then 1 end) as k' ~ loop.index) %}
+    {% do picks.append('case when count(case when k' ~ loop.index ~ ' = files then 1 end) = 1 then cast(max(case when k'
+        ~ loop.index ~ ' = files then f end) as string) end') %}
   {% endfor %}
-  {{ return('concat(' ~ parts | join(", '.', ") ~ ')') }}
+  {{ return('(select concat(' ~ picks | join(", '.', ") ~ ') from (select f, max(files) as files, ' ~ matches | join(', ')
+      ~ ' from (select explode(column_sizes) as (f, size), * from (select *, count(*) over () as files from '
+      ~ plan.target ~ '.files where content = 0) as dbt_merge_files) as dbt_merge_sizes group by f) as dbt_merge_ids)') }}
 {% endmacro %}
 
 {#- The hex of a bound as Iceberg stores it (single-value serialization) from its value `value`
