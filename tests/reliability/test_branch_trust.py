@@ -548,13 +548,15 @@ def test_dbt_runs_against_a_stale_cache_another_run_and_history(db, tmp_path):
     - renamed: key and a repeated column swapped by renames after a recorded run: the passes
       refuse the key held twice;
     - ff: another writer commits just before the model's fast-forward: Iceberg's refusal, the
-      table the other writer's (the limit of a dbt macro, documented in docs/errors.md)."""
+      table the other writer's (the limit of a dbt macro, documented in docs/errors.md);
+    - v1: a format 1 table set to merge-on-read: refused with the fix."""
     from dbt_merge.spark import merge_dataframe
 
     spark = db.engine.spark
     make(spark, "d_stale", [(1, "a"), (2, "b")])
     make(spark, "d_raced", [(1, "a"), (2, "b")])
     make(spark, "d_ff", [(1, "a"), (2, "b")])
+    make(spark, "d_v1", [(1, "a")], {"format-version": "1", **MOR})
     make(spark, "d_upgraded", [(i, f"v{i}") for i in range(10)],
          {"format-version": "2", **MOR})
     spark.sql(f"alter table {DB}.d_upgraded set tblproperties ('format-version' = '3')")
@@ -569,6 +571,7 @@ def test_dbt_runs_against_a_stale_cache_another_run_and_history(db, tmp_path):
         "d_stale": two,
         "d_raced": two,
         "d_ff": two,
+        "d_v1": two,
         "d_upgraded": "select cast(1 as bigint) as id, 'x' as name union all select 2, 'y' "
                       "union all select 3, 'v3' union all select 20, 'n'",
         "d_renamed": "select cast(5 as bigint) as id, cast(9 as bigint) as k, 'z' as name "
@@ -618,5 +621,8 @@ def test_dbt_runs_against_a_stale_cache_another_run_and_history(db, tmp_path):
     assert "Cannot fast-forward: main is not an ancestor of dbt_merge_" in said, said
     assert rows_of(spark, f"{DB}.d_ff") == [(1, "a"), (2, "b"), (9, "other")]
     assert len(branches(spark, f"{DB}.d_ff")) == 1
+    said = message(run, "d_v1")
+    assert "format version 1 with write.merge.mode=merge-on-read" in said, said
+    assert rows_of(spark, f"{DB}.d_v1") == [(1, "a")]
     for model in set(models) - {"d_ff"}:
         assert branches(spark, f"{DB}.{model}") == [], model
