@@ -16,10 +16,10 @@ lint: setup
 bench: setup
 	@bash scripts/bench.sh $(BENCH_ARGS)
 
-docs: setup
+# The documentation site into site/; Python and pip only (scripts/tools.sh).
+docs:
 	@bash scripts/docs.sh
 
-# The sdist and the wheel of this version into dist/ (RELEASING.md).
-dist: setup
-	@rm -rf dist
-	@.venv/bin/python -m build --outdir dist .
+# The sdist and the wheel of this version into dist/ (RELEASING.md); Python and pip only.
+dist:
+	@bash scripts/dist.sh

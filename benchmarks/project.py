@@ -243,6 +243,14 @@ class ModelRun:
     error: str | None
 
 
+def execute_seconds(result) -> float:
+    """dbt's own timing of a node's execute phase (its first statement to its commit)."""
+    execute = [t for t in result.timing if t.name == "execute"]
+    if not execute:
+        return result.execution_time
+    return (execute[0].completed_at - execute[0].started_at).total_seconds()
+
+
 class DbtProject:
     """Runs dbt in this process (dbt's programmatic runner), one model at a time."""
 
@@ -281,12 +289,7 @@ class DbtProject:
         if not results:
             raise RuntimeError(f"dbt run {model}: no result ({res.exception})")
         r = results[0]
-        execute = [t for t in r.timing if t.name == "execute"]
-        seconds = (
-            (execute[0].completed_at - execute[0].started_at).total_seconds()
-            if execute
-            else r.execution_time
-        )
+        seconds = execute_seconds(r)
         message = (r.adapter_response or {}).get("_message") or r.message or ""
         error = None if str(r.status) == "success" else (r.message or str(r.status))
         return ModelRun(seconds, message, error)

@@ -1,11 +1,18 @@
 """The examples the docs show are files of examples/, and those files run as the docs say.
 
-- examples/project, a dbt project on DuckDB (dbt in-process): seeds, a first load (`--vars
-  '{day: 1}'`), the increment, `dbt test`. Every merge model's statistics are the ones the docs
-  print for it.
-- examples/python_doors.py: merge_table and merge_parquet_dataset, a first load and an
-  increment each (examples/pyspark_job.py, merge_dataframe's, runs in
-  tests/test_merge_dataframe.py).
+- examples/project, a dbt project, run in-process as the pages' `sh` blocks say, command for
+  command (dbt reads the project folder's own profiles.yml): on DuckDB, docs/examples.md (seeds,
+  a first load with `--vars '{day: 1}'`, the increment, `dbt test`) and docs/first-model-duckdb.md
+  in a project made of only the files that page lists; on Spark (marked `spark`: the process's
+  Spark session and metastore), docs/first-model-spark.md, then docs/examples.md's Spark block in
+  the same state, as a reader who follows both pages does. Every merge model's statistics are the
+  ones the docs print for it.
+- A view the merge reads that Spark would read at an old definition (an Iceberg view replaced
+  without the example's macros/spark__create_view_as.sql) is refused, and the target left as it
+  was; with the macro the same run merges the view's SQL of now.
+- docs/python.md's examples, each a whole file of examples/, run as shown, and
+  examples/python_doors.py (merge_table and merge_parquet_dataset, a first load and an increment
+  each; examples/pyspark_job.py, merge_dataframe's, runs in tests/test_merge_dataframe.py).
 - scripts/demo.py's statistics table (`make demo`) on the example project's runs.
 - Every code block of README.md and docs/ that shows a merge model, a Python door's call, a Spark
   profile or a data test names the file of examples/ it is taken from on its first line
@@ -14,7 +21,7 @@
   explained on the page that shows it, and the example project's Spark profile is the one the
   test suite runs (tests/test_integration.py), less two settings the suite tunes for itself.
 
-No Spark, one DuckDB file; a few seconds.
+DuckDB: one DuckDB file per project copy, a few seconds. Spark: about a dozen dbt commands.
 """
 
 from __future__ import annotations
@@ -24,13 +31,17 @@ import json
 import os
 import re
 import runpy
+import shlex
 import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pytest
 import yaml
-from dbt_helpers import run_dbt
+from dbt.cli.main import dbtRunner
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -49,10 +60,12 @@ INCREMENT = {
     "customers_from_cdc": "MERGE deduplicate: 1 inserted, 1 updated, 1 deleted, 0 unchanged, "
                           "3 total",
     "accounts": "MERGE full_merge: 1 inserted, 1 updated, 1 deleted, 1 unchanged, 4 total",
+    "customers_history": "MERGE history: 1 inserted, 1 updated, 1 deleted, 1 unchanged, 4 total, "
+                         "1 held back, 6 versions",
     "customers_lake": "MERGE upsert: 1 inserted, 2 updated, 0 deleted, 1 unchanged, 5 total",
 }
 FIRST_LOAD_ROWS = {"customers": 4, "customers_latest": 4, "customers_from_cdc": 3,
-                   "accounts": 3, "customers_lake": 4}
+                   "accounts": 3, "customers_lake": 4, "customers_history": 4}
 
 HEADER = re.compile(r"^(?:--|#) (examples/\S+)$")
 FENCE = re.compile(r"^( *)```(\w*)\n(.*?)^\1```", re.M | re.S)
@@ -115,7 +128,8 @@ def test_every_example_in_the_docs_names_its_file_and_is_its_text():
     models = {p.relative_to(ROOT).as_posix() for p in (PROJECT / "models").rglob("*.sql")}
     staging = {m for m in models if "/staging/" in m}
     assert models - staging <= set(taken), sorted(models - staging - set(taken))
-    assert {"examples/python_doors.py", "examples/pyspark_job.py",
+    assert {"examples/merge_table.py", "examples/merge_parquet_dataset.py",
+            "examples/pyspark_job.py", "examples/python_doors.py",
             "examples/project/profiles.yml"} <= set(taken)
 
 
@@ -163,35 +177,127 @@ def test_the_spark_profile_is_the_one_the_tests_run():
 # ------------------------------------------------------------------ the examples run
 
 
+@dataclass
+class Run:
+    """One dbt command as a page shows it, run in-process: its results and run_results.json."""
+
+    command: str
+    success: bool
+    results: list
+    exception: BaseException | None
+    run_results: list | None
+
+    def messages(self) -> dict[str, str]:
+        """The console message of each merge model (its statistics, or its error)."""
+        return {r.node.name: r.adapter_response.get("_message") or r.message
+                for r in self.results if r.node.config.materialized == "merge"}
+
+    def stats(self, model: str) -> dict[str, int]:
+        (result,) = [r for r in self.results if r.node.name == model]
+        return dict(zip(STAT_NAMES, map(int, STATS.search(
+            result.adapter_response["_message"]).groups()), strict=True))
+
+
+STAT_NAMES = ("inserted", "updated", "deleted", "unchanged", "total")
+STATS = re.compile(r"(\d+) inserted, (\d+) updated, (\d+) deleted, (\d+) unchanged, (\d+) total")
+#: the shell commands a page may show that these tests do not run (the install is
+#: tests/install's, the exports are the test process's own)
+NOT_RUN_HERE = ("python", "python3", "pip", "export", "java", "apt-get", "git")
+
+
+def _page_commands(page: str, holding: str, blocks: int = 99) -> list[list[str]]:
+    """The dbt commands (arguments after `dbt`) of docs/<page>'s `sh` blocks, in page order, from
+    the first block holding `holding` on (`blocks` of them); a `cd` must enter the example
+    project. Any other command fails the test, so a page cannot show a step these tests skip
+    unseen."""
+    commands, started = [], False
+    for where, lang, lines in _blocks():
+        if where.name != page or lang != "sh":
+            continue
+        started = started or any(holding in line for line in lines)
+        if not started or blocks == 0:
+            continue
+        blocks -= 1
+        for line in lines:
+            words = shlex.split(line, comments=True)
+            if not words:
+                continue
+            if words[0] == "cd":
+                assert words[1].endswith("examples/project"), line
+            elif words[0] == "dbt":
+                commands.append(words[1:])
+            else:
+                assert words[0] in NOT_RUN_HERE, f"{page}: {line!r} is run by no test"
+    assert commands, f"{page}: no sh block holds {holding!r}"
+    return commands
+
+
+def _run_commands(commands: list[list[str]], folder: Path) -> list[Run]:
+    """Run dbt commands in `folder` as a user's shell there would (dbt reads ./profiles.yml)."""
+    runs = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("DBT_PROFILES_DIR", raising=False)  # scripts/env.sh points it elsewhere
+        patch.chdir(folder)  # the DuckDB file and the dataset's folder are relative to it
+        for args in commands:
+            result = dbtRunner().invoke(list(args))
+            results = folder / "target" / "run_results.json"
+            runs.append(Run(
+                " ".join(["dbt", *args]), result.success,
+                list(getattr(result.result, "results", None) or []), result.exception,
+                json.loads(results.read_text())["results"]
+                if args[0] == "run" and results.exists() else None,
+            ))
+            assert runs[-1].success, (runs[-1].command, result.exception, runs[-1].messages())
+    _close_duckdb()
+    return runs
+
+
+def _close_duckdb() -> None:
+    """Close the database dbt-duckdb keeps open in this process between invocations: it reuses
+    it for equal credentials, and every copy's profile says `path: examples.duckdb` (relative to
+    where dbt runs), so the next folder's dbt would write into this folder's file. A user's
+    shell runs each dbt in a process of its own."""
+    from dbt.adapters.duckdb.connections import DuckDBConnectionManager as manager
+
+    with manager._LOCK:
+        if manager._ENV is not None:
+            manager._ENV.close()
+            manager._ENV = None
+
+
+def _copy_project(folder: Path, files: list[str] | None = None) -> Path:
+    """examples/project copied to `folder` (only `files`, if given), its packages.yml naming
+    this checkout."""
+    left_by_runs = {"target", "dbt_packages", "logs", "lake", "package-lock.yml", ".user.yml"}
+    shutil.copytree(PROJECT, folder, ignore=lambda where, names: [
+        n for n in names
+        if Path(where) == PROJECT and (n in left_by_runs or n.startswith("examples.duckdb"))
+    ])
+    if files is not None:
+        for path in sorted(folder.rglob("*"), reverse=True):
+            if path.is_file() and path.relative_to(folder).as_posix() not in files:
+                path.unlink()
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+    packages = yaml.safe_load((PROJECT / "packages.yml").read_text())
+    assert packages == {"packages": [{"local": "../.."}]}
+    (folder / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
+    return folder
+
+
 @pytest.fixture(scope="module")
 def project_runs(tmp_path_factory):
-    """examples/project copied aside (its packages.yml pointing at this checkout), run from its
-    folder as the docs say: seed, the first day, the second day, dbt test."""
-    copy = tmp_path_factory.mktemp("examples") / "project"
-    left_by_runs = {"target", "dbt_packages", "logs", "lake", "package-lock.yml"}
-    shutil.copytree(PROJECT, copy, ignore=lambda folder, names: [
-        n for n in names
-        if Path(folder) == PROJECT and (n in left_by_runs or n.startswith("examples.duckdb"))
-    ])
-    packages = yaml.safe_load((copy / "packages.yml").read_text())
-    assert packages == {"packages": [{"local": "../.."}]}
-    (copy / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
-    here = Path.cwd()
-    os.chdir(copy)  # the DuckDB file and the dataset's folder are relative to where dbt runs
-    runs, run_results = {}, {}
-    steps = {"deps": (["deps"], None), "seed": (["seed"], None), "day 1": (["run"], {"day": 1}),
-             "day 2": (["run"], None), "test": (["test"], None),
-             # day 1 again into accounts, as a dry run (the demo's table marks it)
-             "dry run": (["run", "-s", "+accounts"], {"day": 1, "dbt_merge_dry_run": True})}
-    try:
-        for step, (args, vars) in steps.items():
-            runs[step] = run_dbt(args, copy, "duckdb", vars=vars)
-            results = copy / "target" / "run_results.json"
-            if args[0] == "run":
-                run_results[step] = json.loads(results.read_text())["results"]
-    finally:
-        os.chdir(here)
-    return copy, runs, run_results
+    """examples/project copied aside, run on DuckDB as docs/examples.md says: deps, seed, the
+    first day, the second day, dbt test; then day 1 again into accounts as a dry run (the
+    demo's table marks it)."""
+    copy = _copy_project(tmp_path_factory.mktemp("examples") / "project")
+    runs = _run_commands(_page_commands("examples.md", "dbt deps", blocks=1), copy)
+    assert [r.command for r in runs] == [
+        "dbt deps", "dbt seed", "dbt run --full-refresh --vars {day: 1}", "dbt run", "dbt test"]
+    steps = dict(zip(["deps", "seed", "day 1", "day 2", "test"], runs, strict=True))
+    steps["dry run"], = _run_commands(
+        [["run", "-s", "+accounts", "--vars", "{day: 1, dbt_merge_dry_run: true}"]], copy)
+    return copy, steps, {step: run.run_results for step, run in steps.items()}
 
 
 def test_the_example_project_runs(project_runs):
@@ -213,6 +319,12 @@ def test_the_example_project_runs(project_runs):
         latest = con.execute("select customer_id, region from main.customers_latest "
                              "order by 1").fetchall()
         assert latest == [(1, "eu"), (2, "us"), (3, "eu"), (4, "us"), (5, "eu")]
+        # customer 1 closed, 2's silver version closed and its gold one opened, 3's late row held
+        # back, 5 opened: one current version each
+        history = con.execute("select customer_id, tier, dbt_valid_to is null "
+                              "from main.customers_history order by 1, dbt_valid_from").fetchall()
+        assert history == [(1, "gold", False), (2, "silver", False), (2, "gold", True),
+                           (3, "bronze", True), (4, "silver", True), (5, "silver", True)]
         # account 2, gone from the CRM's extract, is soft-deleted and stays
         accounts = con.execute("select account_id, tier, is_deleted, deleted_at is not null "
                                "from main.accounts order by 1").fetchall()
@@ -224,6 +336,162 @@ def test_the_example_project_runs(project_runs):
         assert lake == [("eu", 2), ("us", 3)]
     finally:
         con.close()
+
+
+def _listed_files(page: str) -> list[str]:
+    """The files of examples/project a page's "make your own" list names (`- `path`: ...`)."""
+    text = (ROOT / "docs" / page).read_text()
+    return re.findall(r"^- `([\w./]+)`", text.split("make your own", 1)[1], re.M)
+
+
+def test_a_project_of_the_files_the_duckdb_page_lists_runs_as_it_says(tmp_path):
+    """docs/first-model-duckdb.md: a project of your own, made of exactly the files the page lists
+    and its packages.yml (the checkout beside the project, as the page has it), run with the
+    page's commands, prints the page's statistics."""
+    listed = _listed_files("first-model-duckdb.md")
+    assert "packages.yml" in listed and "dbt_project.yml" in listed, listed
+    project = _copy_project(tmp_path / "my_project", [f for f in listed if f != "packages.yml"])
+    page = (ROOT / "docs" / "first-model-duckdb.md").read_text()
+    (snippet,) = [lines for where, lang, lines in _blocks()
+                  if where.name == "first-model-duckdb.md" and lang == "yaml"
+                  and lines[0] == "packages:"]
+    (project / "packages.yml").write_text("\n".join(snippet) + "\n")
+    (tmp_path / yaml.safe_load((project / "packages.yml").read_text())["packages"][0]["local"]
+     .removeprefix("../")).symlink_to(ROOT)
+    runs = _run_commands(_page_commands("first-model-duckdb.md", "dbt deps"), project)
+    assert [r.command for r in runs] == [
+        "dbt deps", "dbt seed", "dbt run --select +customers --vars {day: 1}",
+        "dbt run --select +customers"]
+    assert runs[2].messages() == {
+        "customers": "MERGE upsert: 4 inserted, 0 updated, 0 deleted, 0 unchanged, 4 total"}
+    assert runs[3].messages() == {"customers": INCREMENT["customers"]}
+    assert f"[{INCREMENT['customers']} in 0.07s]" in page
+
+
+# ------------------------------------------------------------------ on Spark
+
+
+def test_the_spark_pages_export_lines_name_the_runtime_jar():
+    """The export of ICEBERG_JAR that docs/first-model-spark.md and docs/spark.md show prints the
+    path of the jar the `spark` extra installs, run as the page writes it."""
+    for page in ("first-model-spark.md", "spark.md"):
+        (line,) = [line for where, lang, lines in _blocks() if where.name == page and lang == "sh"
+                   for line in lines if line.startswith("export ICEBERG_JAR=")]
+        command = re.fullmatch(r'export ICEBERG_JAR=\$\((python -c "[^"]+")\)', line)
+        assert command, line
+        done = subprocess.run([sys.executable, *shlex.split(command.group(1))[1:]],
+                              capture_output=True, text=True, check=True)
+        jar = Path(done.stdout.strip())
+        assert jar.is_file() and jar.name == "iceberg-spark-runtime-3.5_2.12-1.10.2.jar", jar
+
+
+
+@pytest.fixture(scope="module")
+def spark_runs(tmp_path_factory):
+    """docs/first-model-spark.md's commands, then docs/examples.md's Spark block, in one copy of
+    examples/project and the process's Spark metastore (SPARK_STATE_DIR, ICEBERG_JAR: conftest's,
+    as the page's exports would set them)."""
+    copy = _copy_project(tmp_path_factory.mktemp("examples_spark") / "project")
+    walk = _run_commands(_page_commands("first-model-spark.md", "dbt seed --target spark"), copy)
+    assert [r.command for r in walk] == [
+        "dbt deps", "dbt seed --target spark",
+        "dbt run --target spark --select +customers --vars {day: 1}",
+        "dbt run --target spark --select +customers"]
+    project = _run_commands(
+        _page_commands("examples.md", "dbt seed --target spark", blocks=1), copy)
+    assert [r.command for r in project] == [
+        "dbt seed --target spark", "dbt run --target spark --full-refresh --vars {day: 1}",
+        "dbt run --target spark", "dbt test --target spark"]
+    return copy, walk, project
+
+
+@pytest.mark.spark
+def test_the_spark_walk_through_and_the_example_project_run_as_the_docs_say(spark_runs):
+    _, walk, project = spark_runs
+    assert walk[2].messages() == {
+        "customers": "MERGE upsert: 4 inserted, 0 updated, 0 deleted, 0 unchanged, 4 total"}
+    assert walk[3].messages() == {"customers": INCREMENT["customers"]}
+    spark_models = {m: v for m, v in INCREMENT.items() if m != "customers_lake"}
+    assert project[1].messages() == {
+        m: f"MERGE {INCREMENT[m].split(':')[0].split()[1]}: {rows} inserted, 0 updated, "
+           f"0 deleted, 0 unchanged, {rows} total"
+           + (f", 0 held back, {rows} versions" if m == "customers_history" else "")
+        for m, rows in FIRST_LOAD_ROWS.items() if m in spark_models}
+    assert project[2].messages() == spark_models
+    assert len(project[3].results) == 3
+
+
+@pytest.mark.spark
+def test_a_replaced_iceberg_view_is_refused_and_the_macro_fixes_it(spark_runs, spark, tmp_path):
+    """The same project without macros/spark__create_view_as.sql: dbt replaces stg_customers
+    (now day 1's SQL) as an Iceberg view, which Spark reads at day 2's: the merge refuses,
+    naming the view and the fix, and leaves customers as it was. With the macro, the same command
+    drops the view, creates it anew and merges day 1."""
+    copy, _, _ = spark_runs
+
+    def customers():
+        return [tuple(r) for r in spark.sql(
+            "select customer_id, region, tier, updated_at from analytics.customers "
+            "order by 1").collect()]
+
+    before = customers()
+    bare = tmp_path / "without_macro"
+    shutil.copytree(copy, bare, symlinks=True,  # dbt_packages/dbt_merge links to this checkout
+                    ignore=shutil.ignore_patterns("target", "logs", "macros"))
+    command = ["run", "--target", "spark", "--select", "+customers", "--vars", "{day: 1}"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("DBT_PROFILES_DIR", raising=False)
+        patch.chdir(bare)
+        result = dbtRunner().invoke(command)
+    assert not result.success
+    outcome = {r.node.name: (str(r.status), r.message) for r in result.result.results}
+    assert outcome["stg_customers"] == ("success", "OK")
+    status, message = outcome["customers"]
+    assert status == "error"
+    assert (
+        "dbt_merge: model 'customers': the model's SELECT reads analytics.stg_customers, an "
+        "Iceberg view replaced (create or replace view) since it was created." in message
+    ), message
+    assert "drop view analytics.stg_customers" in message and "spark__create_view_as" in message
+    assert ("(docs/spark.md, Views on an Iceberg session catalog). The target was not "
+            "changed.") in message
+    assert customers() == before
+    # what Spark reads is still day 2's extract, whatever the view's SQL now says
+    # (day 2 has customers 2 to 5, day 1 has 1 to 4)
+    assert [r[0] for r in spark.sql(
+        "select customer_id from analytics.stg_customers order by 1").collect()] == [2, 3, 4, 5]
+    assert not [t for t in spark.catalog.listTables() if "__dbt_merge_" in t.name]
+
+    (fixed,) = _run_commands([command], copy)
+    # day 1 into the table day 2 left: customers 2 and 3 back to day 1, 1 and 4 as they are
+    assert fixed.stats("customers") == {
+        "inserted": 0, "updated": 2, "deleted": 0, "unchanged": 2, "total": 5}
+    properties = {r[0]: r[1] for r in spark.sql(
+        "show tblproperties analytics.stg_customers").collect()}
+    assert properties["table_type"] == "ICEBERG-VIEW"
+    assert "previous_metadata_location" not in properties
+
+
+@pytest.mark.parametrize("name", ["merge_table.py", "merge_parquet_dataset.py"])
+def test_the_python_pages_examples_run_as_shown(tmp_path, name):
+    """docs/python.md shows each door's example whole: the block, saved as a file and run in an
+    empty folder with the Python package installed, prints what its closing comment says.
+    (examples/pyspark_job.py, shown whole too, runs in tests/test_merge_dataframe.py.)"""
+    (block,) = [lines for page, lang, lines in _blocks()
+                if page.name == "python.md" and lang == "python"
+                and lines[0] == f"# examples/{name}"]
+    assert block[1:] == (EXAMPLES / name).read_text().splitlines()[1:]
+    (tmp_path / "shown.py").write_text("\n".join(block) + "\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "adapter")}
+    done = subprocess.run([sys.executable, "shown.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    first_print = next(i for i, line in enumerate(block) if line.lstrip().startswith("print("))
+    said = [line[2:] for line in block[first_print:] if line.startswith("# ")]
+    assert done.stdout.splitlines() == said, (done.stdout, said)
+    (pyspark,) = [lines for page, lang, lines in _blocks()
+                  if page.name == "python.md" and lines[0] == "# examples/pyspark_job.py"]
+    assert pyspark[1:] == (EXAMPLES / "pyspark_job.py").read_text().splitlines()
 
 
 def test_the_python_doors_example_runs(tmp_path, monkeypatch, capsys):

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+import subprocess
 import sys
 from pathlib import Path
 
 import dbt_merge
+import dbt_merge.version
 import duckdb
 import pytest
 import tomllib
@@ -45,13 +47,52 @@ def test_the_dbt_package_is_the_same_version():
     assert DBT_PROJECT["version"] == VERSION
 
 
-def test_the_readme_and_the_ci_example_pin_this_release():
-    readme = (ROOT / "README.md").read_text()
-    install = readme.split("## Installing it in your project", 1)[1].split("\n## ", 1)[0]
-    assert re.findall(r"revision: (\S+)", install) == [f"v{VERSION}"]
-    assert re.findall(r"git\+\S+@([^\"\s]+)", install) == [f"v{VERSION}"]
-    workflow = (ROOT / "examples" / "ci" / "dbt-merge-dry-run.yml").read_text()
-    assert re.findall(r"git\+\S+@([^\"\s]+)", workflow) == [f"v{VERSION}"]
+def _git(*args: str) -> str:
+    done = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True)
+    assert done.returncode == 0, (
+        f"git {' '.join(args)}: {done.stderr.strip()} (these tests need the repository's "
+        "history: a plain `git clone`, not a shallow one)")
+    return done.stdout
+
+
+def _newest_release() -> tuple[str, str]:
+    newest = max(dbt_merge.version.RELEASES, key=Version)
+    return newest, dbt_merge.version.RELEASES[newest]
+
+
+@pytest.mark.parametrize("release", sorted(dbt_merge.version.RELEASES))
+def test_each_recorded_release_is_a_commit_of_the_history_of_that_version(release):
+    """What a team pins exists in every clone: the recorded commit is an ancestor of HEAD, and
+    its dbt_project.yml, __version__ and CHANGELOG.md say that release."""
+    commit = dbt_merge.version.RELEASES[release]
+    assert re.fullmatch(r"[0-9a-f]{40}", commit), commit
+    assert _git("cat-file", "-t", commit).strip() == "commit"
+    _git("merge-base", "--is-ancestor", commit, "HEAD")
+    assert yaml.safe_load(_git("show", f"{commit}:dbt_project.yml"))["version"] == release
+    init = _git("show", f"{commit}:adapter/dbt_merge/__init__.py")
+    assert re.search(r'^__version__ = "(.+)"$', init, re.M).group(1) == release
+    changelog = _git("show", f"{commit}:CHANGELOG.md")
+    assert re.search(rf"^## \[{re.escape(release)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M)
+    assert Version(release) <= Version(VERSION)
+    # a tag of the release, where this clone has one, is that commit
+    tag = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "-q", "--verify",
+                          f"refs/tags/v{release}^{{commit}}"], capture_output=True, text=True)
+    if tag.returncode == 0:
+        assert tag.stdout.strip() == commit, f"the tag v{release} is not the release's commit"
+
+
+def test_the_docs_and_the_ci_example_pin_the_newest_release():
+    """Every revision the README, the install page, RELEASING.md's example and the CI example
+    install is the newest recorded release's commit, in full."""
+    release, commit = _newest_release()
+    pages = {name: (ROOT / name).read_text() for name in (
+        "README.md", "docs/install.md", "RELEASING.md", "examples/ci/dbt-merge-dry-run.yml")}
+    for name, text in pages.items():
+        pinned = re.findall(r"revision: (\S+)", text) + re.findall(r"git\+\S+@([^\"\s]+)", text)
+        pinned += re.findall(r"git -C \S+ checkout (\S+)", text)
+        assert pinned, name
+        assert set(pinned) == {commit}, (name, pinned)
+        assert f"release {release}" in text, name
 
 
 def test_the_changelog_has_this_release_under_unreleased():
@@ -64,6 +105,40 @@ def test_dbt_merge_version(capsys):
         main(["--version"])
     assert exit_.value.code == 0
     assert capsys.readouterr().out == f"dbt-merge {VERSION}\n"
+
+
+def test_a_misspelt_option_is_named_not_taken_for_a_missing_command(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--versoin"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "dbt-merge: error: unrecognized arguments: --versoin (did you mean --version?)")
+    with pytest.raises(SystemExit):
+        main([])
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "dbt-merge: error: the following arguments are required: command")
+
+
+def test_dbt_merge_dbt_package_prints_and_copies_the_dbt_package_of_this_release(
+    tmp_path, capsys
+):
+    assert main(["dbt-package"]) == 0
+    folder = Path(capsys.readouterr().out.strip())
+    assert folder == dbt_merge.version.dbt_package_dir()
+    assert yaml.safe_load((folder / "dbt_project.yml").read_text())["version"] == VERSION
+    shipped = sorted(p.relative_to(folder / "macros") for p in (folder / "macros").rglob("*.sql"))
+    assert shipped == sorted(
+        p.relative_to(ROOT / "macros") for p in (ROOT / "macros").rglob("*.sql"))
+    assert main(["dbt-package", "--copy", str(tmp_path / "vendored")]) == 0
+    assert capsys.readouterr().out.strip() == str(tmp_path / "vendored")
+    assert (tmp_path / "vendored" / "dbt_project.yml").read_text() == (
+        ROOT / "dbt_project.yml").read_text()
+    copied = sorted(p.relative_to(tmp_path / "vendored" / "macros")
+                    for p in (tmp_path / "vendored" / "macros").rglob("*") if p.is_file())
+    assert copied == shipped
+    # a folder that exists is left as it is
+    assert main(["dbt-package", "--copy", str(tmp_path / "vendored")]) == 1
+    assert "exists already" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ licence
@@ -184,14 +259,16 @@ release:
 """
 
 
-def _project_with_dbt_package(tmp_path: Path, version: str) -> Path:
+def _project_with_dbt_package(tmp_path: Path, version: str | None) -> Path:
     """A dbt project whose installed dbt_merge package is this checkout's macros under a
-    dbt_project.yml saying `version`; a `location` model and a model with a history table."""
+    dbt_project.yml saying `version` (none: no `version:` line); a plain merge model, a
+    `location` model and a model with a history table."""
     package = tmp_path / "project" / "dbt_packages" / "dbt_merge"
     package.mkdir(parents=True)
-    (package / "dbt_project.yml").write_text(
-        yaml.safe_dump({**DBT_PROJECT, "version": version}, sort_keys=False)
-    )
+    declared = {k: v for k, v in DBT_PROJECT.items() if k != "version"}
+    if version is not None:
+        declared = {"name": declared.pop("name"), "version": version, **declared}
+    (package / "dbt_project.yml").write_text(yaml.safe_dump(declared, sort_keys=False))
     (package / "macros").symlink_to(ROOT / "macros")
     project = package.parents[1]
     (project / "dbt_project.yml").write_text(yaml.safe_dump(
@@ -201,6 +278,8 @@ def _project_with_dbt_package(tmp_path: Path, version: str) -> Path:
     models = project / "models"
     models.mkdir()
     select = "select * from (values (1, 'a'), (2, 'b')) as t(id, v)"
+    (models / "plain.sql").write_text(
+        "{{ config(materialized='merge', unique_key='id') }}\n" + select)
     (models / "to_dataset.sql").write_text(
         "{{ config(materialized='merge', unique_key='id', location='"
         + str(tmp_path / "dataset") + "') }}\n" + select
@@ -212,36 +291,70 @@ def _project_with_dbt_package(tmp_path: Path, version: str) -> Path:
     return project
 
 
-def _run(project: Path):
-    result = dbtRunner().invoke(
-        ["run", "--project-dir", str(project), "--profiles-dir", str(project)]
+MODELS = ("plain", "to_dataset", "with_history")
+
+
+def _run(project: Path, command: str = "run"):
+    return dbtRunner().invoke(
+        [command, "--project-dir", str(project), "--profiles-dir", str(project)]
     )
-    return {r.node.name: r for r in result.result.results}
 
 
-def test_a_dbt_package_of_another_version_is_refused(tmp_path):
-    project = _project_with_dbt_package(tmp_path, "9.9.9")
-    results = _run(project)
-    for name in ("to_dataset", "with_history"):
-        assert str(results[name].status) == "error", (name, results[name].message)
-        message = results[name].message
-        assert "the dbt package dbt_merge (packages.yml) is version 9.9.9" in message, message
-        assert f"the Python package dbt-merge is version {VERSION}" in message
-        assert 'pip install "dbt-merge==9.9.9"' in message
-        assert f"revision: v{VERSION}" in message
-    # nothing was written: no dataset, no lock beside it, no history table, no merge target
-    assert list(tmp_path.glob("*dataset*")) == []
+def _tables(tmp_path: Path) -> list[str]:
     con = duckdb.connect(str(tmp_path / "release.duckdb"))
     try:
-        tables = con.execute("select table_name from information_schema.tables").fetchall()
+        return sorted(t for (t,) in con.execute(
+            "select table_name from information_schema.tables").fetchall())
     finally:
         con.close()
-    assert [t for (t,) in tables if t in ("history", "with_history")] == []
+
+
+@pytest.mark.parametrize("version", ["9.9.9", None])
+def test_a_dbt_package_of_another_version_runs_no_model_and_the_fix_works(tmp_path, version):
+    """Checked once per invocation (dbt_merge's dbt plugin), whatever the models: a plain merge
+    model is refused like a `location` or history model. The fix the message gives, followed as
+    written (packages.yml naming the folder it names, dbt deps), runs every model."""
+    project = _project_with_dbt_package(tmp_path, version)
+    result = _run(project)
+    assert not result.success and result.result is None  # stopped while reading the project
+    message = " ".join(str(result.exception).split())
+    said = ("is version 9.9.9" if version else
+            "is of no version (its dbt_project.yml has no `version:`")
+    assert "dbt_merge: the dbt package dbt_merge (packages.yml, installed in " in message
+    assert said in message and "None" not in message, message
+    assert f"but the Python package dbt-merge is version {VERSION}" in message
+    assert message.endswith("Nothing was run."), message
+    # nothing was written: no dataset, no lock beside it, no history table, no merge target
+    assert list(tmp_path.glob("*dataset*")) == []
+    assert not (tmp_path / "release.duckdb").exists() or _tables(tmp_path) == []
+    # the fix, as the message writes it
+    local = re.search(r"in packages.yml, `- local: ([^`]+)`", message).group(1)
+    assert Path(local) == dbt_merge.version.dbt_package_dir()
+    assert "`dbt-merge dbt-package` prints" in message
+    (project / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": local}]}))
+    assert _run(project, "deps").success
+    fixed = _run(project)
+    assert fixed.success, fixed.exception
+    assert {r.node.name: r.adapter_response["_message"] for r in fixed.result.results} == {
+        m: "MERGE upsert: 2 inserted, 0 updated, 0 deleted, 0 unchanged, 2 total" for m in MODELS}
 
 
 def test_the_same_version_runs(tmp_path):
     project = _project_with_dbt_package(tmp_path, VERSION)
-    results = _run(project)
-    for name in ("to_dataset", "with_history"):
+    result = _run(project)
+    results = {r.node.name: r for r in result.result.results}
+    for name in MODELS:
         assert str(results[name].status) == "success", (name, results[name].message)
         assert results[name].adapter_response["_message"].startswith("MERGE upsert: 2 inserted")
+
+
+@pytest.mark.parametrize("version", ["9.9.9", None])
+def test_the_jobs_the_dbt_package_hands_over_check_the_version_too(version):
+    """Where the macros hand a model to the Python package (a `location` model's job, a DuckDB
+    history table's), the version it passes is checked again (dbt's plugin aside)."""
+    with pytest.raises(dbt_merge.version.VersionMismatchError) as refused:
+        dbt_merge.version.check_dbt_package(version)
+    message = str(refused.value)
+    assert ("is version 9.9.9" if version else "is of no version") in message
+    assert message.endswith("The target was not changed.")
+    assert dbt_merge.version.mismatch(VERSION) is None

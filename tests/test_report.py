@@ -457,3 +457,21 @@ def test_the_ci_script_posts_the_error_of_a_file_that_is_not_a_run(tmp_path):
                               + error), summary
     assert summary.endswith("```\n") and summary.count("dbt-merge: error:") == 1, summary
     assert (tmp_path / "out.md").read_text() == "<!-- dbt-merge report -->\n" + summary
+
+
+def test_a_history_merge_reports_its_versions():
+    """strategy='history' adds `, N versions` to the console line; the report reads it and shows a
+    versions column only when such a merge ran."""
+    from dbt_merge.report import MergeRow, RunReport, format_markdown, parse_stats_message
+
+    line = ("MERGE history: 1 inserted, 2 updated, 0 deleted, 3 unchanged, 6 total, 1 held back, "
+            "9 versions")
+    stats = parse_stats_message(line)
+    assert stats["versions"] == 9 and stats["held_back"] == 1 and stats["counts"]["total"] == 6
+    assert "versions" not in parse_stats_message("MERGE upsert: 1 inserted, 0 updated, 0 deleted, "
+                                                 "0 unchanged, 1 total")
+    rows = [MergeRow("h", "success", **stats), MergeRow("u", "success", "upsert",
+                                                       {k: 1 for k in stats["counts"]})]
+    text = format_markdown(RunReport("run", rows, []))
+    assert "| held back | versions | skipped |" in text and "| 1 | 9 |" in text
+    assert "versions" not in format_markdown(RunReport("run", rows[1:], []))

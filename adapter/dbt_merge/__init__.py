@@ -7,9 +7,20 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     # Imported on first use: `import dbt_merge` stays light for the dbt plugins and the CLI.
     if name in ("merge_parquet_dataset", "ParquetMergeError"):
-        from dbt_merge import parquet
-
+        try:
+            from dbt_merge import parquet
+        except ModuleNotFoundError as missing:
+            if missing.name not in ("duckdb", "jinja2"):
+                raise
+            raise ModuleNotFoundError(
+                f"dbt_merge.{name} needs DuckDB and Jinja2, which are not installed here: "
+                "pip install 'dbt-merge[parquet]'.", name=missing.name) from None
         return getattr(parquet, name)
+    if name == "plugins":
+        # read by dbt (its plugin discovery imports dbt_* modules): the halves' version check
+        from dbt_merge.dbt_plugin import HalvesCheck
+
+        return [HalvesCheck]
     if name in ("MergeError", "MergeResult"):
         from dbt_merge import errors, result
 

@@ -1,12 +1,15 @@
 """`dbt-merge inspect` and `dbt-merge land`: the ClickHouse sources of a dbt project.
-`dbt-merge report`: the merge statistics of a dbt run as a Markdown table."""
+`dbt-merge report`: the merge statistics of a dbt run as a Markdown table.
+`dbt-merge dbt-package`: the dbt package of this release, which this Python package carries."""
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,8 +43,28 @@ INSPECT_HEADERS = (
 )
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, except that a misspelt option before the command (`--versoin`) is named with
+    the option it resembles, not reported as a missing command."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def error(self, message: str):
+        given = getattr(self, "_given", [])
+        if "required: command" in message and not any(not a.startswith("-") for a in given):
+            known = [o for action in self._actions for o in action.option_strings]
+            unknown = [a for a in given if a.split("=")[0] not in known]
+            if unknown:
+                close = difflib.get_close_matches(unknown[0].split("=")[0], known, n=1)
+                message = f"unrecognized arguments: {' '.join(unknown)}" + (
+                    f" (did you mean {close[0]}?)" if close else "")
+        super().error(message)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dbt-merge", description=__doc__)
+    parser = _Parser(prog="dbt-merge", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, text in (
@@ -82,11 +105,49 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="append the report to this file instead of printing it (e.g. $GITHUB_STEP_SUMMARY)",
     )
+    text = "print the folder of the dbt package this Python package carries (the same release)"
+    package = commands.add_parser(
+        "dbt-package", help=text, description=text + ": name it in packages.yml as `- local: "
+        "<folder>`, then run dbt deps. With --copy, copy it to a folder of yours first.")
+    package.add_argument(
+        "--copy",
+        metavar="FOLDER",
+        default=None,
+        help="copy the dbt package (dbt_project.yml, macros/) into FOLDER, which must not exist "
+        "yet, and print FOLDER",
+    )
     return parser
 
 
 def _profiles_dir(args: argparse.Namespace) -> str:
-    return args.profiles_dir or os.environ.get("DBT_PROFILES_DIR") or str(Path.home() / ".dbt")
+    """Where profiles.yml is, found as dbt finds it: --profiles-dir, $DBT_PROFILES_DIR, the
+    folder the command runs in if it holds one, else ~/.dbt."""
+    if args.profiles_dir or os.environ.get("DBT_PROFILES_DIR"):
+        return args.profiles_dir or os.environ["DBT_PROFILES_DIR"]
+    if (Path.cwd() / "profiles.yml").is_file():
+        return str(Path.cwd())
+    return str(Path.home() / ".dbt")
+
+
+def _dbt_package(args: argparse.Namespace) -> int:
+    from dbt_merge.version import dbt_package_dir
+
+    source = dbt_package_dir()
+    if not (source / "dbt_project.yml").is_file():
+        raise RuntimeError(f"this installation of dbt-merge has no dbt package in {source}")
+    if args.copy is None:
+        print(source)
+        return 0
+    target = Path(args.copy).resolve()
+    if target.exists():
+        raise RuntimeError(f"--copy {args.copy}: {target} exists already; name a new folder "
+                           "(an older copy: remove it first)")
+    target.mkdir(parents=True)
+    shutil.copy2(source / "dbt_project.yml", target / "dbt_project.yml")
+    shutil.copytree(source / "macros", target / "macros",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    print(target)
+    return 0
 
 
 def _plans(
@@ -240,7 +301,8 @@ def _report(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `dbt-merge` console script."""
     args = _parser().parse_args(argv)
-    command = {"inspect": _inspect, "land": _land, "report": _report}[args.command]
+    command = {"inspect": _inspect, "land": _land, "report": _report,
+               "dbt-package": _dbt_package}[args.command]
     try:
         return command(args)
     except ModuleNotFoundError as error:

@@ -39,6 +39,13 @@ class MergeOptions(TypedDict, total=False):
     tblproperties: dict[str, str] | None
     options: dict[str, str] | None
     full_refresh: bool
+    # strategy='history' (dbt snapshots' names)
+    updated_at: str | None
+    hard_deletes: str | None
+    check_cols: str | Sequence[str] | None
+    dbt_valid_to_current: str | None
+    snapshot_meta_column_names: dict[str, str] | None
+    late_rows: str | None
 
 
 #: Each option and its default (as dbt reads an unset config option).
@@ -64,6 +71,12 @@ OPTIONS: dict[str, Any] = {
     "tblproperties": None,
     "options": None,
     "full_refresh": False,
+    "updated_at": None,
+    "hard_deletes": None,
+    "check_cols": None,
+    "dbt_valid_to_current": None,
+    "snapshot_meta_column_names": None,
+    "late_rows": None,
 }
 assert set(OPTIONS) == set(MergeOptions.__annotations__)
 

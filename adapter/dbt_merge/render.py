@@ -37,7 +37,16 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import jinja2
+try:
+    import jinja2
+except ModuleNotFoundError as missing:
+    # an install with another extra (chdb alone): one error naming the extra that brings it
+    raise ModuleNotFoundError(
+        "dbt_merge's Python doors render the package's macros with Jinja2, which is not "
+        "installed here. Install the extra of the door: pip install 'dbt-merge[spark]' for "
+        "merge_dataframe, 'dbt-merge[parquet]' for merge_table and merge_parquet_dataset.",
+        name=missing.name,
+    ) from None
 
 from dbt_merge.errors import MergeError
 
@@ -51,18 +60,18 @@ MACRO_FOLDERS = (
 
 
 def macros_dir() -> Path:
-    """The package's macros/ folder: $DBT_MERGE_MACROS, the copy shipped inside the Python
-    package (`dbt_merge/_macros`, in built wheels), or the repository checkout."""
+    """The package's macros/ folder: $DBT_MERGE_MACROS, the dbt package shipped inside the Python
+    package (`dbt_merge/dbt_package/macros`, in built wheels), or the repository checkout."""
     override = os.environ.get("DBT_MERGE_MACROS")
     if override:
         return Path(override)
     here = Path(__file__).resolve().parent
-    for candidate in (here / "_macros", here.parent.parent / "macros"):
+    for candidate in (here / "dbt_package" / "macros", here.parent.parent / "macros"):
         if (candidate / "plan" / "merge_strategies.sql").is_file():
             return candidate
     raise MergeError(
-        "cannot find the dbt_merge macros (looked in dbt_merge/_macros and the checkout's "
-        "macros/). Set DBT_MERGE_MACROS to the package's macros folder."
+        "cannot find the dbt_merge macros (looked in dbt_merge/dbt_package/macros and the "
+        "checkout's macros/). Set DBT_MERGE_MACROS to the package's macros folder."
     )
 
 

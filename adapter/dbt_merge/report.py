@@ -4,7 +4,8 @@ pull-request comment).
 The statistics come from run_results.json: the merge materialization stores them as each
 model's adapter response (macros/stats/report_merge_stats.sql), `code` 'MERGE' or 'DRY RUN' and
 `_message` the console line, e.g. `MERGE upsert: 1 inserted, 2 updated, 0 deleted, 1 unchanged,
-5 total, 1 held back`. The manifest.json beside it, when there, names the strategy of a merge
+5 total, 1 held back` (a history merge adds `, 9 versions`: the table's rows; its total is the
+current versions). The manifest.json beside it, when there, names the strategy of a merge
 model that failed or was skipped before it could report.
 """
 
@@ -22,7 +23,8 @@ MERGE_CODES = ("MERGE", "DRY RUN")
 _COUNTS_RE = re.compile(
     r"^(?P<dry>DRY RUN \(nothing written\) )?MERGE (?P<strategy>\w+): "
     r"(?P<inserted>\d+) inserted, (?P<updated>\d+) updated, (?P<deleted>\d+) deleted, "
-    r"(?P<unchanged>\d+) unchanged, (?P<total>\d+) total(?:, (?P<held_back>\d+) held back)?$"
+    r"(?P<unchanged>\d+) unchanged, (?P<total>\d+) total(?:, (?P<held_back>\d+) held back)?"
+    r"(?:, (?P<versions>\d+) versions)?$"
 )
 _SKIPPED_RE = re.compile(
     r"^MERGE (?P<strategy>\w+): skipped \((?P<reason>.+)\): the target was not changed$"
@@ -66,6 +68,7 @@ class MergeRow:
     skipped: str | None = None
     dry_run: bool = False
     message: str | None = None
+    versions: int | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ def parse_stats_message(message: str) -> dict | None:
             "counts": {k: int(m[k]) for k in COUNT_NAMES},
             "held_back": int(m["held_back"]) if m["held_back"] is not None else None,
             "dry_run": m["dry"] is not None,
+            **({"versions": int(m["versions"])} if m["versions"] is not None else {}),
         }
     m = _SKIPPED_RE.match(message or "")
     if m:
@@ -323,20 +327,21 @@ def _one_line(message: str | None) -> str:
     return text
 
 
-def _merge_cells(row: MergeRow) -> list[str]:
+def _merge_cells(row: MergeRow, versions: bool = False) -> list[str]:
     counts = row.counts or {}
     return [
         _code(row.model, in_table=True),
         *(_text(v, in_table=True) for v in (row.status, row.strategy)),
         *(_text(counts.get(k)) for k in COUNT_NAMES),
         _text(row.held_back),
+        *([_text(row.versions)] if versions else []),
         _text(row.skipped, in_table=True),
         "yes" if row.dry_run else "",
     ]
 
 
 def _markdown_table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    right = set(COUNT_NAMES) | {"held back"}
+    right = set(COUNT_NAMES) | {"held back", "versions"}
     lines = ["| " + " | ".join(headers) + " |"]
     lines.append("|" + "|".join("---:" if h in right else "---" for h in headers) + "|")
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -360,7 +365,10 @@ def format_markdown(report: RunReport, title: str = "dbt-merge: merge statistics
         lines += [f"**DRY RUN** for {_plural(len(dry), 'model')} (nothing written); "
                   f"the others wrote their changes.", ""]
     if report.merges:
-        lines += _markdown_table(HEADERS, (_merge_cells(r) for r in report.merges))
+        # a history merge's versions (the table's rows), in a column of their own when one ran
+        versions = any(r.versions is not None for r in report.merges)
+        headers = HEADERS if not versions else (*HEADERS[:-2], "versions", *HEADERS[-2:])
+        lines += _markdown_table(headers, (_merge_cells(r, versions) for r in report.merges))
     else:
         lines.append("No merge model ran.")
     failures = [r for r in report.merges if r.status in FAILED] + [

@@ -47,7 +47,7 @@
         stay out of the merge, so full_merge neither deletes nor re-inserts them. #}
     select * from {{ plan.target }} as {{ dst }} where {{ dbt_merge._target_rows_condition(plan, false) }}
   ) as {{ dst }}
-    on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
+    on {{ dbt_merge.key_match(plan.key_columns, src, dst, plan.compare) }}
 {% endmacro %}
 
 {#-
@@ -84,7 +84,7 @@
   {{ 'left outer' if every_source_row else 'inner' }} join (
     select * from {{ plan.target }} as {{ dst }} where {{ dbt_merge._target_rows_condition(plan, false) }}
   ) as {{ dst }}
-    on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
+    on {{ dbt_merge.key_match(plan.key_columns, src, dst, plan.compare) }}
 {% endmacro %}
 
 {#- The action of a matched (source row, target row) pair: 'C', 'K', 'U', 'H' or 'N' (see above). -#}
@@ -123,17 +123,18 @@
 {% endmacro %}
 
 {#- True when a matched source row differs from its target row in a column that marks a change
-    (merge_check_columns, by default the update columns; NULL-safe); always with
-    detect_unchanged=false. -#}
+    (merge_check_columns, by default the update columns; NULL-safe; byte for byte, see
+    compared_value); always with detect_unchanged=false. -#}
 {% macro _row_changed_condition(plan) %}
   {%- if not plan.detect_unchanged -%}
     {{ return('(1 = 1)') }}
   {%- endif -%}
   {%- set parts = [] -%}
   {%- for col in plan.check_columns -%}
+    {%- set source_col = dbt_merge._find_column(col, plan.source_names) -%}
     {%- do parts.append(dbt_merge.changed_condition(
-          'DBT_INTERNAL_SOURCE.' ~ dbt_merge.quote_identifier(dbt_merge._find_column(col, plan.source_names)),
-          dbt_merge._dest_value(plan, col))) -%}
+          dbt_merge.compared_value(plan.compare, source_col, 'DBT_INTERNAL_SOURCE.' ~ dbt_merge.quote_identifier(source_col)),
+          dbt_merge.compared_value(plan.compare, source_col, dbt_merge._dest_value(plan, col)))) -%}
   {%- endfor -%}
   {{ return('(' ~ parts | join(' or ') ~ ')') }}
 {% endmacro %}
@@ -200,7 +201,7 @@
     {%- do parts.append('(' ~ predicate ~ ')') -%}
   {%- endfor -%}
   {%- if missing_from_source -%}
-    {%- do parts.append('not ' ~ dbt_merge.exists_match(plan.deduped or plan.stage, plan.key_columns, dst)) -%}
+    {%- do parts.append('not ' ~ dbt_merge.exists_match(plan.deduped or plan.stage, plan.key_columns, dst, compare=plan.compare)) -%}
   {%- endif -%}
   {{ return(parts | join(' and ')) }}
 {% endmacro %}

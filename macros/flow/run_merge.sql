@@ -6,8 +6,12 @@
   Where a table's commits say what a merge did (Spark: Iceberg merge-on-read and format v3,
   merge_on_branch), the merge writes once into a branch and is counted from that commit instead
   of classified and counted before.
-  Returns the statistics ({inserted, updated, deleted, unchanged, total[, held_back][, dry_run]}
-  or {skipped: reason}).
+  strategy='history' keeps every version of a row (SCD type 2, dbt snapshots' semantics): after
+  the same stage and source check, its checks of the table, classes, counts and write are its own
+  (check_history_target, classify_history_sql, count_history, apply_history).
+  Returns the statistics ({inserted, updated, deleted, unchanged, total[, held_back][, versions]
+  [, dry_run]} or {skipped: reason}); for history, total is the current versions and versions
+  every row of the table.
 
   cfg       validate_merge_config()'s result
   target    the table to merge into; existing: the relation found there (none on a first run)
@@ -16,6 +20,8 @@
   contract_enforced  check the SELECT's columns against the model's contract (dbt only)
 -#}
 {% macro run_merge(cfg, target, existing, rebuild, sql, contract_enforced=false) %}
+  {#-- a view the SELECT reads that the engine may read at an old definition: refused first --#}
+  {% do dbt_merge.check_upstream_views(sql) %}
   {%- set relations = dbt_merge.work_relations(target, cfg) -%}
   {%- set started_at = modules.datetime.datetime.utcnow() -%}
 
@@ -48,9 +54,19 @@
       {% set kept = target_columns | selectattr('name', 'equalto', dbt_merge._find_column(extra.column.name, target_names)) | list %}
       {% do brought.append(kept[0] if kept else extra.column) %}
     {% endfor %}
+    {#- a history table's own columns (dbt_valid_from, ...) are brought too: kept as they are -#}
+    {% if cfg.history %}
+      {% for m in dbt_merge.history_columns(cfg, source_columns, target_columns) %}
+        {% do brought.append(m.column) %}
+      {% endfor %}
+    {% endif %}
     {% set schema = dbt_merge.plan_schema_changes(cfg.on_schema_change, target, brought, target_columns) %}
   {% endif %}
   {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_columns, schema) %}
+  {% if plan.history %}
+    {#- one time for every version this run opens or closes by the clock -#}
+    {% do plan.history.update({'run_time': dbt_merge.history_run_time()}) %}
+  {% endif %}
   {% do dbt_merge.check_column_types(plan) %}
   {% if plan.stage != plan.raw_stage %}
     {#-- keys and values as the target will store and compare them; soft-delete columns added --#}
@@ -74,6 +90,10 @@
     {% do dbt_merge.drop_work_relation(plan.deduped) %}
     {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan, one_per_key=true)) %}
   {% endif %}
+  {% if plan.history %}
+    {#-- a history SELECT: updated_at never NULL --#}
+    {% do dbt_merge.check_history_source(plan) %}
+  {% endif %}
 
   {#-- [relation, materialized] pairs to drop at the end --#}
   {% set work_relations = [[plan.deduped, true], [plan.stage if plan.stage != plan.raw_stage else none, false],
@@ -82,6 +102,9 @@
     {#-- dry run of a first build or full refresh: the rows it would load --#}
     {% set total = dbt_merge.count_rows('(' ~ dbt_merge.rebuild_rows_sql(plan) ~ ') as dbt_merge_rebuild') %}
     {% set stats = {'inserted': total, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': total, 'dry_run': true} %}
+    {% if plan.history %}
+      {% do stats.update({'held_back': 0, 'versions': total}) %}
+    {% endif %}
   {% elif rebuild %}
     {% do dbt_merge.rebuild_target(plan, existing) %}
     {% if check_after_build %}
@@ -92,9 +115,26 @@
     {% endif %}
     {% set total = dbt_merge.count_rows(target) %}
     {% set stats = {'inserted': total, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': total} %}
+    {% if plan.history %}
+      {% do stats.update({'held_back': 0, 'versions': total}) %}
+    {% endif %}
   {% elif skipped %}
     {#-- --empty / --sample shrink the SELECT: merging it would delete or miss rows for no reason --#}
     {% set stats = {'skipped': skipped} %}
+  {% elif plan.history %}
+    {#-- a history table: its checks, classes, counts and write (macros/*/..history..) --#}
+    {% do plan.update({'snapshot': dbt_merge.counted_snapshot(plan.target)}) %}
+    {% set target_state = dbt_merge.check_history_target(plan) %}
+    {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_history_sql(plan, target_state)) %}
+    {% do work_relations.insert(0, [plan.changes, true]) %}
+    {% set stats = dbt_merge.count_history(plan, target_state) %}
+    {% do dbt_merge.check_history_counts(plan, stats, target_state) %}
+    {% if cfg.dry_run %}
+      {% do stats.update({'dry_run': true}) %}
+    {% else %}
+      {% do dbt_merge.apply_schema_changes(target, plan.schema) %}
+      {% do dbt_merge.apply_history(plan, stats) %}
+    {% endif %}
   {% else %}
     {#-- one write into a branch, counted from its commit, then published; none: the passes --#}
     {% set stats = dbt_merge.merge_on_branch(plan) if one_write else none %}

@@ -1,7 +1,9 @@
 {#-
   merge_history_table: append one row per merge (model, strategy, invocation, start and end, the
   counts) to a table created on first use, in the model's schema unless the name is qualified
-  ('schema.table' or 'database.schema.table'). Several models may share one history table.
+  ('schema.table' or 'database.schema.table'). Several models may share one history table. A
+  history merge (strategy='history') also writes its versions (column `versions`, NULL for the
+  other strategies; added to a table made before it had one).
   DuckDB writes the row in the merge's own transaction: it exists exactly when the merge
   committed. Spark writes it after the MERGE has committed (Iceberg has no multi-table
   transaction): a failure in between leaves a committed merge without its history row, never a
@@ -17,7 +19,20 @@
       "cast('" ~ finished_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)",
       stats.inserted, stats.updated, stats.deleted, stats.unchanged,
       stats.held_back if stats.held_back is defined else 'null', stats.total] %}
-  {% do dbt_merge.run_statement('insert into ' ~ relation ~ ' (' ~ dbt_merge.column_list(dbt_merge._history_columns() | map('first') | list)
+  {% set columns = dbt_merge._history_columns() | map('first') | list %}
+  {#- column `versions`: tables made by releases before strategy='history' lack it (added on the
+      first history merge). Every column the table has is written: Spark's parquet tables refuse
+      an INSERT that leaves one out. -#}
+  {% set has_versions = dbt_merge._find_column('versions', dbt_merge.relation_columns(relation) | map(attribute='name') | list) is not none %}
+  {% if stats.versions is defined and not has_versions %}
+    {% do dbt_merge.alter_target_columns(relation, add=[api.Column.create('versions', 'bigint')], remove=[], retype=[]) %}
+    {% set has_versions = true %}
+  {% endif %}
+  {% if has_versions %}
+    {% do columns.append('versions') %}
+    {% do values.append(stats.versions if stats.versions is defined else 'null') %}
+  {% endif %}
+  {% do dbt_merge.run_statement('insert into ' ~ relation ~ ' (' ~ dbt_merge.column_list(columns)
       ~ ') values (' ~ values | join(', ') ~ ')', 'dbt_merge_history') %}
 {% endmacro %}
 
@@ -43,7 +58,7 @@
 {#- CREATE TABLE IF NOT EXISTS of the history table. -#}
 {% macro _create_history_sql(relation) %}
   {% set definitions = [] %}
-  {% for column, data_type in dbt_merge._history_columns() %}
+  {% for column, data_type in dbt_merge._history_columns() + [('versions', 'bigint')] %}
     {% do definitions.append(dbt_merge.quote_identifier(column) ~ ' ' ~ data_type) %}
   {% endfor %}
   {{ return('create table if not exists ' ~ relation ~ ' (' ~ definitions | join(', ') ~ ')'

@@ -18,6 +18,14 @@
   {%- set cfg = dbt_merge.validate_merge_config() -%}
   {%- set existing = load_cached_relation(this) -%}
   {%- set target = this.incorporate(type='table') -%}
+  {%- if cfg.history and existing is not none and not existing.is_view and should_full_refresh()
+        and config.get('full_refresh') is not sameas true -%}
+    {#-- a history table holds versions the SELECT no longer has: rebuilt only when the model asks --#}
+    {{ dbt_merge.raise_merge_error("--full-refresh would rebuild the history table " ~ existing ~ " from the SELECT, "
+        ~ "losing every past version it holds (a history cannot be rebuilt from its source), so the model is not run. "
+        ~ "To rebuild it anyway, set config(full_refresh=true) on the model for that run; to run it incrementally "
+        ~ "with the others, leave it out of --full-refresh (or set full_refresh=false). The target was not changed.") }}
+  {%- endif -%}
   {%- set rebuild = existing is none or existing.is_view or should_full_refresh() -%}
   {%- set grant_config = config.get('grants') -%}
 

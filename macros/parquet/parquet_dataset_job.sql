@@ -7,7 +7,7 @@
   temporary table the job leaves its outcome in}. parquet_dataset_finish reads it.
 
   Config: location (the folder; relative paths are relative to where dbt runs, as for
-  dbt-duckdb's external models), unique_key, strategy, dedup_order_by, merge_update_columns,
+  dbt-duckdb's external models; `~` is the home folder, see dataset_location), unique_key, strategy, dedup_order_by, merge_update_columns,
   merge_exclude_columns, merge_check_columns, detect_unchanged, max_delete_fraction,
   incremental_predicates, on_key_outside_predicates, on_schema_change, merge_update_condition,
   delete_condition, soft_delete_column, soft_delete_timestamp_column, dry_run,
@@ -27,22 +27,19 @@
   {% if partition_by is string %}
     {% set partition_by = partition_by.strip('()').split(',') | map('trim') | reject('equalto', '') | list %}
   {% endif %}
-  {% set location = render(config.get('location')) %}
-  {#- refused before the hooks and before anything is written (the Python side checks it too) -#}
-  {% for ch in ['*', '?', '[', '{'] %}
-    {% if ch in location %}
-      {{ dbt_merge.raise_merge_error("location '" ~ location ~ "' has a glob character (" ~ ch
-          ~ "), which DuckDB would expand when reading the dataset (every later merge, the "
-          ~ "model's view, every reader). Choose a path without * ? [ {. The target was not changed.") }}
-    {% endif %}
-  {% endfor %}
+  {#- the folder, as is_incremental() has it; refused before the hooks and before anything is
+      written (`~user`, a glob character, a backslash: the Python side checks it too) -#}
+  {% set location = dbt_merge.dataset_location() %}
+  {% set has_files = dbt_merge.dataset_has_files(location) %}
   {#- --empty / --sample shrink the SELECT: an existing dataset is left as it is -#}
   {% set skipped = none %}
-  {% if not should_full_refresh() and adapter.location_exists(location ~ '/**/*.parquet') %}
+  {% if not should_full_refresh() and has_files %}
     {% set skipped = dbt_merge.shrinking_run_mode() %}
   {% endif %}
   {% set args = {
       'location': location,
+      'has_files': has_files,
+      'other_locations': dbt_merge.other_dataset_locations(),
       'skipped': skipped,
       'sql': sql,
       'unique_key': config.get('unique_key'),

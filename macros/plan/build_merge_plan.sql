@@ -2,13 +2,6 @@
   Turn the checked config plus the columns the data really has into the plan every engine
   renders. Raises, naming the column, when a configured column does not exist.
 
-    source_names: column names of the staged SELECT
-    target_names: column names of the existing table, or none when the table is (re)built
--#}
-{#-
-  Turn the checked config plus the columns the data really has into the plan every engine
-  renders. Raises, naming the column, when a configured column does not exist.
-
     source_columns: dbt Columns of the staged SELECT
     schema:         plan_schema_changes() for an existing table, or none when it is (re)built
 -#}
@@ -18,6 +11,10 @@
   {% set source_columns = source_columns + extras | map(attribute='column') | list %}
   {% set source_names = source_columns | map(attribute='name') | list %}
   {% set target_names = source_names if schema is none else schema.names %}
+  {% if cfg.history and schema is none %}
+    {#- a history table is built with its history columns after the SELECT's -#}
+    {% set target_names = source_names + dbt_merge.history_columns(cfg, source_columns) | map(attribute='name') | list %}
+  {% endif %}
   {% if cfg.soft_delete and schema is not none %}
     {% for col in [cfg.soft_delete.column, cfg.soft_delete.timestamp_column] if col %}
       {% if dbt_merge._find_column(col, target_names) is none %}
@@ -121,11 +118,19 @@
       alone or gets every non-key target column from the source. Engines can then write straight
       from the source and classify only the matched keys (see classify_matched_keys_sql). -#}
   {% set non_key_count = target_names | map('lower') | reject('in', key_lower + generated) | list | length %}
-  {% set writes_source_rows = actions.matched != 'update' or update_columns | length == non_key_count %}
+  {% set writes_source_rows = (actions.matched != 'update' or update_columns | length == non_key_count)
+                              and not cfg.history %}
   {% set join_type = 'full outer' if actions.target_only == 'delete'
                      else ('inner' if actions.source_only == 'skip' else 'left outer') %}
   {% set all_names = source_names + (schema.target_columns | map(attribute='name') | list if schema else []) %}
   {% set conversions = dbt_merge.source_conversions(source_columns, schema) if schema else [] %}
+  {#- the columns as the merge compares them (converted to the target's types): which need
+      judging byte for byte whatever collation the engine would compare them by -#}
+  {% set compared = [] %}
+  {% for col in source_columns %}
+    {% set converted = conversions | selectattr('column', 'equalto', col.name) | list %}
+    {% do compared.append({'name': col.name, 'dtype': converted[0].target_type if converted else col.dtype}) %}
+  {% endfor %}
   {{ return({
     'strategy': cfg.strategy,
     'actions': actions,
@@ -154,11 +159,14 @@
     'raw_stage': relations.stage,
     'stage': relations.converted if conversions or extras else relations.stage,
     'conversions': conversions,
+    'compare': dbt_merge.compare_kinds(compared),
     'deduped': relations.deduped,
     'changes': relations.changes,
     'every_source_row': false,
     'schema': schema,
     'names': dbt_merge.work_names(all_names),
+    'history': dbt_merge.build_history_plan(cfg, source_columns, target_names, key_columns, schema, relations)
+               if cfg.history else none,
   }) }}
 {% endmacro %}
 
@@ -168,7 +176,7 @@
 {% macro work_names(column_names) %}
   {% set taken = column_names | map('lower') | list %}
   {% set names = {} %}
-  {% for role in ['action', 'row', 'rows', 'variants'] %}
+  {% for role in ['action', 'row', 'rows', 'variants', 'at', 'current', 'next', 'live', 'scope', 'bad', 'from', 'to', 'id'] %}
     {% set base = 'dbt_merge_' ~ role %}
     {% set ns = namespace(name=base, n=0) %}
     {% for _ in range(column_names | length + 1) %}
@@ -183,26 +191,24 @@
 {% endmacro %}
 
 
-{#- Source columns whose values must be converted to the target's type (and collation) to be
-    judged as the target will store and compare them: a list of {column, sql} where sql reads
-    the column of the staged SELECT (unqualified) as the target stores it. Columns the schema
-    change retypes to the SELECT's type, or adds, need none. -#}
+{#- Source columns whose values must be converted to the target's type to be judged as the
+    target will store them: a list of {column, target_type, sql} where sql reads the column of
+    the staged SELECT (unqualified) as the target stores it. Columns the schema change retypes
+    to the SELECT's type, or adds, need none. A collation is no conversion: values are compared
+    byte for byte (compared_value). -#}
 {% macro source_conversions(source_columns, schema) %}
   {% set conversions = [] %}
   {% set retyped = schema.retyped | map(attribute='column') | map(attribute='name') | map('lower') | list %}
-  {% set collations = schema.collations or {} %}
   {% for col in source_columns %}
     {% set match = schema.target_columns | selectattr('name', 'equalto',
                      dbt_merge._find_column(col.name, schema.target_columns | map(attribute='name') | list)) | list %}
     {% if match and match[0].name | lower not in retyped %}
       {% set source_type = col.dtype | lower | replace(' ', '') %}
       {% set target_type = match[0].dtype | lower | replace(' ', '') %}
-      {% set collation = collations.get(match[0].name | lower) %}
-      {% if source_type != target_type or collation %}
-        {% do conversions.append({'column': col.name,
-                                  'target_type': match[0].dtype ~ (' COLLATE ' ~ collation if collation else ''),
+      {% if source_type != target_type %}
+        {% do conversions.append({'column': col.name, 'target_type': match[0].dtype,
                                   'sql': dbt_merge.convert_to_target_sql(dbt_merge.quote_identifier(col.name),
-                                                                         match[0].dtype, collation)}) %}
+                                                                         match[0].dtype)}) %}
       {% endif %}
     {% endif %}
   {% endfor %}

@@ -14,7 +14,7 @@
   {{ return({'generated': [], 'referenced_by': []}) }}
 {% endmacro %}
 
-{# DuckDB: from the table's definition (target_definition, read for the collations too); the
+{# DuckDB: from the table's definition (target_definition); the
    costlier catalog functions only when it has a generated column, or a PRIMARY KEY or UNIQUE
    constraint that a foreign key could reference (one of its own schema). #}
 {% macro duckdb__target_write_limits(relation, definition) %}

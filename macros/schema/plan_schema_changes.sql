@@ -1,8 +1,8 @@
 {#-
   on_schema_change, as dbt's incremental models apply it, planned before anything is written:
   returns {target_columns (as they are now), names (the target's columns after the change),
-  added (dbt Columns), removed (dbt Columns), retyped ([{column, new_type}]), collations (lower
-  column name -> collation, see target_collations), limits (target_write_limits)}. Raises for 'fail'
+  added (dbt Columns), removed (dbt Columns), retyped ([{column, new_type}]), limits
+  (target_write_limits)}. Raises for 'fail'
   and for any change the engine could not make (check_schema_changes), so that a refused run
   has altered nothing. apply_schema_changes makes the change, just before the write.
   Types are compared as the engine reports them.
@@ -11,7 +11,6 @@
   {% set target_names = target_columns | map(attribute='name') | list %}
   {% set definition = dbt_merge.target_definition(target) %}
   {% set changes = {'target_columns': target_columns, 'names': target_names, 'added': [], 'removed': [], 'retyped': [],
-                     'collations': dbt_merge.target_collations(definition),
                      'limits': dbt_merge.target_write_limits(target, definition)} %}
   {% if on_schema_change == 'ignore' %}
     {{ return(changes) }}

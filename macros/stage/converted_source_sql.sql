@@ -1,5 +1,5 @@
 {#- The staged SELECT with the columns listed in plan.conversions converted to the target's
-    types (and collations), and the soft-delete columns it lacks added (plan.extras): what the
+    types, and the soft-delete columns it lacks added (plan.extras): what the
     checks, the classification and the writes then read, so that keys are judged unique and
     matched, and values compared, as the target stores them. -#}
 {% macro converted_source_sql(plan) %}

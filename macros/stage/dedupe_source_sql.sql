@@ -9,7 +9,7 @@
 -#}
 {% macro dedupe_source_sql(plan, one_per_key=false) %}
   {% if not plan.order_by %}
-    {{ return('select distinct * from ' ~ plan.stage) }}
+    {{ return(adapter.dispatch('distinct_rows_sql', 'dbt_merge')(plan)) }}
   {% endif %}
   {{ return(adapter.dispatch('dedupe_source_sql', 'dbt_merge')(plan, 'row_number' if one_per_key else 'rank')) }}
 {% endmacro %}
@@ -19,7 +19,7 @@
   select {{ dbt_merge.column_list(plan.source_names) }}
   from (
     select *, {{ rank_function }}() over (
-      partition by {{ dbt_merge.column_list(plan.key_columns) }} {{ dbt_merge.dedup_order_clause(plan) }}
+      partition by {{ dbt_merge.compared_list(plan.compare, plan.key_columns) }} {{ dbt_merge.dedup_order_clause(plan) }}
     ) as {{ dbt_merge.quote_identifier(plan.names.row) }}
     from {{ plan.stage }}
   ) as dbt_merge_numbered
@@ -30,6 +30,20 @@
 {% macro duckdb__dedupe_source_sql(plan, rank_function) %}
   select * from {{ plan.stage }}
   qualify {{ rank_function }}() over (
-    partition by {{ dbt_merge.column_list(plan.key_columns) }} {{ dbt_merge.dedup_order_clause(plan) }}
+    partition by {{ dbt_merge.compared_list(plan.compare, plan.key_columns) }} {{ dbt_merge.dedup_order_clause(plan) }}
   ) = 1
+{% endmacro %}
+
+{#- The staged SELECT's distinct rows (deduplicate without dedup_order_by). -#}
+{% macro default__distinct_rows_sql(plan) %}
+  {{ return('select distinct * from ' ~ plan.stage) }}
+{% endmacro %}
+
+{# DuckDB: rows told apart byte for byte (compared_value): DISTINCT would fold rows that differ
+   only in case under a collation. DISTINCT ON only when a column needs it. #}
+{% macro duckdb__distinct_rows_sql(plan) %}
+  {% if not plan.compare %}
+    {{ return('select distinct * from ' ~ plan.stage) }}
+  {% endif %}
+  {{ return('select distinct on (' ~ dbt_merge.compared_list(plan.compare, plan.source_names) ~ ') * from ' ~ plan.stage) }}
 {% endmacro %}

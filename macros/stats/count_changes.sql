@@ -145,10 +145,11 @@
   {{ return(sql) }}
 {% endmacro %}
 
-{#- One value per key of a changes row, for count(distinct ...): the key column, or a row of them. -#}
+{#- One value per key of a changes row, for count(distinct ...): the key column, or a row of them
+    (byte for byte, see compared_value). -#}
 {% macro _key_value(plan) %}
-  {{ return(dbt_merge.column_list(plan.key_columns) if plan.key_columns | length == 1
-            else dbt_merge.row_value(plan.key_columns)) }}
+  {{ return(dbt_merge.compared_list(plan.compare, plan.key_columns) if plan.key_columns | length == 1
+            else dbt_merge.row_value(plan.key_columns, plan.compare)) }}
 {% endmacro %}
 
 {#- How many distinct keys the rows have (only those where `condition`, when given): count(distinct),

@@ -40,20 +40,5 @@
   attached_node. A test without one (e.g. on a source) falls back to the relation's name.
 -#}
 {% macro _configured_unique_key(relation) %}
-  {% if execute %}
-    {% set attached = model.get('attached_node') if model is mapping else none %}
-    {% if attached and attached in graph.nodes %}
-      {{ return(dbt_merge.as_list(graph.nodes[attached].config.get('unique_key'))) }}
-    {% endif %}
-    {% if relation.identifier is defined %}
-      {% for node in graph.nodes.values() %}
-        {% if node.resource_type in ['model', 'snapshot', 'seed']
-              and (node.alias or node.name) | lower == relation.identifier | lower
-              and node.schema | lower == relation.schema | lower %}
-          {{ return(dbt_merge.as_list(node.config.get('unique_key'))) }}
-        {% endif %}
-      {% endfor %}
-    {% endif %}
-  {% endif %}
-  {{ return([]) }}
+  {{ return(dbt_merge.as_list(dbt_merge._tested_node_config(relation).get('unique_key'))) }}
 {% endmacro %}

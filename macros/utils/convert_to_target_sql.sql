@@ -1,18 +1,12 @@
-{#- `expr` as a column of type `data_type` (and `collation`) stores it; NULL where it cannot be
-    stored (the source check counts those and refuses the run). -#}
-{% macro convert_to_target_sql(expr, data_type, collation=none) %}
-  {{ return(adapter.dispatch('convert_to_target_sql', 'dbt_merge')(expr, data_type, collation)) }}
+{#- `expr` as a column of type `data_type` stores it; NULL where it cannot be stored (the source
+    check counts those and refuses the run). A collation is not converted to: values are
+    compared byte for byte (compared_value). -#}
+{% macro convert_to_target_sql(expr, data_type) %}
+  {{ return(adapter.dispatch('convert_to_target_sql', 'dbt_merge')(expr, data_type)) }}
 {% endmacro %}
 
-{% macro default__convert_to_target_sql(expr, data_type, collation) %}
+{% macro default__convert_to_target_sql(expr, data_type) %}
   {{ return('try_cast(' ~ expr ~ ' as ' ~ data_type ~ ')') }}
-{% endmacro %}
-
-{# DuckDB: a collated column (e.g. VARCHAR COLLATE NOCASE) compares and groups by its collation;
-   a value carries the collation into joins and count(distinct ...). #}
-{% macro duckdb__convert_to_target_sql(expr, data_type, collation) %}
-  {% set converted = 'try_cast(' ~ expr ~ ' as ' ~ data_type ~ ')' %}
-  {{ return('(' ~ converted ~ ' collate ' ~ collation ~ ')' if collation else converted) }}
 {% endmacro %}
 
 {# Spark: try_cast gives NULL for most values a type cannot hold, but not for two kinds of column:
@@ -24,7 +18,7 @@
      beyond n dropped, then a value still longer than n refused (EXCEED_LIMIT_LENGTH), and a CHAR
      value padded to n. Converted the same way, keys match their stored value and unchanged
      values compare equal; a value too long is NULL (refused by the source check). #}
-{% macro spark__convert_to_target_sql(expr, data_type, collation) %}
+{% macro spark__convert_to_target_sql(expr, data_type) %}
   {% set spelled = data_type | lower | replace(' ', '') %}
   {% set varchar = spelled.startswith('varchar(') %}
   {% if (varchar or spelled.startswith('char(')) and spelled.endswith(')') %}

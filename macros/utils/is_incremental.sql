@@ -18,9 +18,9 @@
     {{ return(false) }}
   {% endif %}
   {% if model.config.materialized == 'merge' and adapter.type() == 'duckdb' and config.get('location') is not none %}
-    {#- a Parquet dataset (dbt-duckdb): incremental once its folder holds Parquet files -#}
-    {{ return(not should_full_refresh()
-              and adapter.location_exists(render(config.get('location')) ~ '/**/*.parquet')) }}
+    {#- a Parquet dataset (dbt-duckdb): incremental once its folder holds Parquet files (the
+        folder and the look as the model's job has them: dataset_location, dataset_has_files) -#}
+    {{ return(not should_full_refresh() and dbt_merge.dataset_has_files(dbt_merge.dataset_location())) }}
   {% endif %}
   {% set dbt_answer = dbt.is_incremental() %}
   {% if dbt_answer or model.config.materialized != 'merge' %}

@@ -1,5 +1,5 @@
-{#- The target's definition as the catalog holds it, read once per run for target_collations and
-    target_write_limits: {sql (its CREATE statement), has_primary_key}, or none. -#}
+{#- The target's definition as the catalog holds it, read once per run for target_write_limits:
+    {sql (its CREATE statement), has_primary_key}, or none. -#}
 {% macro target_definition(relation) %}
   {{ return(adapter.dispatch('target_definition', 'dbt_merge')(relation)) }}
 {% endmacro %}

@@ -53,10 +53,11 @@
   {% for key in plan.key_columns %}
     {% do parts.append('cast(DBT_INTERNAL_DEST.' ~ dbt_merge.quote_identifier(key) ~ ' as string)') %}
   {% endfor %}
-  {% set rows = dbt_merge.run_sql('select min(dbt_merge_key) from (select concat_ws(\', \', ' ~ parts | join(', ')
-      ~ ') as dbt_merge_key from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where ' ~ dbt_merge._target_rows_condition(plan, false)
-      ~ ' and ' ~ dbt_merge.exists_match(plan.deduped or plan.stage, plan.key_columns, 'DBT_INTERNAL_DEST') ~ ' group by '
-      ~ dbt_merge.column_list(plan.key_columns, 'DBT_INTERNAL_DEST') ~ ' having count(*) > 1) as dbt_merge_duplicates',
+  {% set rows = dbt_merge.run_sql('select min(dbt_merge_key) from (select min(concat_ws(\', \', ' ~ parts | join(', ')
+      ~ ')) as dbt_merge_key from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where ' ~ dbt_merge._target_rows_condition(plan, false)
+      ~ ' and ' ~ dbt_merge.exists_match(plan.deduped or plan.stage, plan.key_columns, 'DBT_INTERNAL_DEST', compare=plan.compare)
+      ~ ' group by ' ~ dbt_merge.compared_list(plan.compare, plan.key_columns, 'DBT_INTERNAL_DEST')
+      ~ ' having count(*) > 1) as dbt_merge_duplicates',
       'dbt_merge_check').rows %}
   {{ return(rows[0][0] if rows else '') }}
 {% endmacro %}
@@ -73,6 +74,6 @@
   {%- endfor -%}
   select count(*), min(concat_ws(', ', {{ example_parts | join(', ') }}))
   from {{ plan.deduped or plan.stage }} as {{ src }}
-  where {{ dbt_merge.exists_match(plan.target ~ ' as ' ~ dst, plan.key_columns, src, 'not coalesce(' ~ inside ~ ', false)') }}
-    and not {{ dbt_merge.exists_match(plan.target ~ ' as ' ~ dst, plan.key_columns, src, 'coalesce(' ~ inside ~ ', false)') }}
+  where {{ dbt_merge.exists_match(plan.target ~ ' as ' ~ dst, plan.key_columns, src, 'not coalesce(' ~ inside ~ ', false)', compare=plan.compare) }}
+    and not {{ dbt_merge.exists_match(plan.target ~ ' as ' ~ dst, plan.key_columns, src, 'coalesce(' ~ inside ~ ', false)', compare=plan.compare) }}
 {% endmacro %}

@@ -11,5 +11,7 @@
     'merge_update_condition', 'delete_condition', 'soft_delete_column',
     'soft_delete_timestamp_column', 'dry_run', 'merge_history_table', 'full_merge_write',
     'location', 'partition_by', 'compression', 'rows_per_file',
+    'updated_at', 'hard_deletes', 'invalidate_hard_deletes', 'check_cols', 'dbt_valid_to_current',
+    'snapshot_meta_column_names', 'late_rows',
   ]) }}
 {% endmacro %}

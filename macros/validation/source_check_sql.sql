@@ -16,19 +16,26 @@
 {% endmacro %}
 
 {% macro default__source_check_sql(plan, detail, light=false) %}
-  {%- set keys = dbt_merge.column_list(plan.key_columns) -%}
+  {#- keys grouped byte for byte (compared_value), each named as the key -#}
+  {%- set grouped_keys = [] -%}
+  {%- for key in plan.key_columns -%}
+    {%- do grouped_keys.append(dbt_merge.compared_value(plan.compare, key, dbt_merge.quote_identifier(key))
+                               ~ ' as ' ~ dbt_merge.quote_identifier(key)) -%}
+  {%- endfor -%}
+  {%- set keys = grouped_keys | join(', ') -%}
+  {%- set groups = dbt_merge.compared_list(plan.compare, plan.key_columns) -%}
   {%- set rows = dbt_merge.quote_identifier(plan.names.rows) -%}
   {%- set variants = dbt_merge.quote_identifier(plan.names.variants) -%}
   {%- if plan.actions.dedupe -%}
   with dbt_merge_repeated as (
-    select {{ keys }} from {{ plan.deduped }} group by {{ keys }} having count(*) > 1
+    select {{ keys }} from {{ plan.deduped }} group by {{ groups }} having count(*) > 1
   ),
   grouped as (
-    select {{ keys }}, count(distinct {{ dbt_merge.row_value(plan.source_names) }}) as {{ variants }}
+    select {{ keys }}, count(distinct {{ dbt_merge.row_value(plan.source_names, plan.compare) }}) as {{ variants }}
     from {{ plan.deduped }} as {{ rows }}
     where exists (select 1 from dbt_merge_repeated
-                  where {{ dbt_merge.key_match(plan.key_columns, 'dbt_merge_repeated', rows) }})
-    group by {{ keys }}
+                  where {{ dbt_merge.key_match(plan.key_columns, 'dbt_merge_repeated', rows, plan.compare) }})
+    group by {{ groups }}
   )
   select
     {%- for key in plan.key_columns %}
@@ -55,7 +62,7 @@
   with grouped as (
     select {{ keys }}, count(*) as {{ rows }}
     from {{ plan.stage }}
-    group by {{ keys }}
+    group by {{ groups }}
   )
   select
     {%- for key in plan.key_columns %}

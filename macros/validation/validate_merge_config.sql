@@ -3,7 +3,8 @@
     strategy, actions (from merge_strategies), unique_key, dedup_order_by (raw terms),
     update_columns, exclude_columns, predicates, on_schema_change, max_delete_fraction,
     key_outside_predicates, check_columns, detect_unchanged, update_condition, delete_condition,
-    soft_delete ({column, timestamp_column} or none), dry_run, history_table, full_merge_write.
+    soft_delete ({column, timestamp_column} or none), dry_run, history_table, full_merge_write,
+    history (strategy='history': validate_history_config's result, else none).
   Column names are checked against the data later (resolve_merge_columns), once it exists.
 -#}
 {% macro validate_merge_config() %}
@@ -26,10 +27,22 @@
         ~ " names a column twice. List each key column once.") }}
   {% endif %}
 
+  {#- strategy='history': its own options, and the other strategies' it refuses -#}
+  {% set history = dbt_merge.validate_history_config(strategy) %}
+  {% set actions = {} %}
+  {% do actions.update(strategies[strategy]) %}
+
   {% set order_by = dbt_merge.as_list(config.get('dedup_order_by')) %}
-  {% if order_by and not strategies[strategy]['dedupe'] %}
+  {% if order_by and not strategies[strategy]['dedupe'] and strategy != 'history' %}
     {{ dbt_merge.raise_merge_error("dedup_order_by is set but strategy is '" ~ strategy
-        ~ "'; it is only used by strategy 'deduplicate'. Remove dedup_order_by or set strategy='deduplicate'.") }}
+        ~ "'; it is only used by strategies 'deduplicate' and 'history'. Remove dedup_order_by or set "
+        ~ "strategy='deduplicate'.") }}
+  {% endif %}
+  {% if history %}
+    {#- a history merge keeps one row per key when dedup_order_by says which; closes keys the
+        SELECT lacks with hard_deletes -#}
+    {% do actions.update({'dedupe': order_by | length > 0,
+                          'target_only': 'keep' if history.hard_deletes == 'ignore' else 'delete'}) %}
   {% endif %}
 
   {% set update_columns = config.get('merge_update_columns') %}
@@ -133,7 +146,7 @@
 
   {% set cfg = {
     'strategy': strategy,
-    'actions': strategies[strategy],
+    'actions': actions,
     'unique_key': unique_key,
     'dedup_order_by': order_by,
     'update_columns': dbt_merge.as_list(update_columns) if update_columns is not none else none,
@@ -142,7 +155,7 @@
     'on_schema_change': on_schema_change,
     'max_delete_fraction': max_delete_fraction,
     'key_outside_predicates': key_outside,
-    'check_columns': dbt_merge.as_list(check_columns) if check_columns is not none else none,
+    'check_columns': dbt_merge.as_list(check_columns) if check_columns is not none and not history else none,
     'detect_unchanged': detect_unchanged,
     'update_condition': update_condition | trim if update_condition else none,
     'delete_condition': delete_condition | trim if delete_condition else none,
@@ -150,6 +163,7 @@
     'dry_run': dry_run,
     'history_table': config.get('merge_history_table'),
     'full_merge_write': full_merge_write,
+    'history': history,
   } %}
   {% do dbt_merge.validate_engine_config(cfg) %}
   {{ return(cfg) }}

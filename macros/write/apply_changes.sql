@@ -57,7 +57,7 @@
   {%- endfor -%}
   {{ return('update ' ~ plan.target ~ ' as DBT_INTERNAL_DEST set ' ~ assignments | join(', ')
       ~ ' from (' ~ rows_sql ~ ') as DBT_INTERNAL_SOURCE where ' ~ dbt_merge._target_rows_condition(plan, false)
-      ~ ' and ' ~ dbt_merge.key_match(plan.key_columns, 'DBT_INTERNAL_SOURCE', 'DBT_INTERNAL_DEST')) }}
+      ~ ' and ' ~ dbt_merge.key_match(plan.key_columns, 'DBT_INTERNAL_SOURCE', 'DBT_INTERNAL_DEST', plan.compare)) }}
 {% endmacro %}
 
 {#- DuckDB: full_merge's target rows missing from the source are not in the wide changes (see
@@ -77,7 +77,7 @@
       {% set soft = dbt_merge._in_changes(plan, ['C'], 'DBT_INTERNAL_DEST') %}
       {% if full %}
         {% set soft = '(' ~ soft ~ ' or not ' ~ dbt_merge.exists_match(plan.deduped or plan.stage,
-            plan.key_columns, 'DBT_INTERNAL_DEST') ~ ')' %}
+            plan.key_columns, 'DBT_INTERNAL_DEST', compare=plan.compare) ~ ')' %}
       {% endif %}
       {% do dbt_merge.run_statement(dbt_merge._soft_delete_sql(plan, soft), 'dbt_merge_soft_delete') %}
     {% endif %}
@@ -241,7 +241,7 @@
   {%- set quoted = [] -%}
   {%- for a in actions -%}{%- do quoted.append("'" ~ a ~ "'") -%}{%- endfor -%}
   {{ return(dbt_merge.exists_match(plan.changes, plan.key_columns, alias,
-      dbt_merge.quote_identifier(plan.names.action) ~ ' in (' ~ quoted | join(', ') ~ ')')) }}
+      dbt_merge.quote_identifier(plan.names.action) ~ ' in (' ~ quoted | join(', ') ~ ')', compare=plan.compare)) }}
 {% endmacro %}
 
 {#- The target's columns that the source has: those a source row fills. -#}

@@ -62,6 +62,7 @@
 {% endmacro %}
 
 {% macro spark__commit_counts_applies(plan, cfg) %}
+  {% if plan.history %}{{ return(false) }}{% endif %}{#- a history merge closes and inserts versions: the passes -#}
   {% set storage = plan.target_storage %}
   {% if not var('dbt_merge_commit_counts', true) or cfg.dry_run or not storage or storage.provider != 'iceberg' %}
     {{ return(false) }}

@@ -48,10 +48,13 @@
   {#- INSERT, not CREATE TABLE AS: the rows written get the target's column types with INSERT's
       checks (as MERGE INTO would), e.g. a string that is not a number fails here, before the
       target is touched. -#}
+  {#- a history merge (apply_history) closes versions in place and adds versions -#}
   {% do dbt_merge.run_statement('insert into ' ~ work ~ ' '
-      ~ dbt_merge._merged_rows_sql(plan, counts, storage.columns, storage.partition_by), 'dbt_merge_work_rows') %}
+      ~ (dbt_merge.history_merged_rows_sql(plan, counts, storage.columns, storage.partition_by) if plan.history
+         else dbt_merge._merged_rows_sql(plan, counts, storage.columns, storage.partition_by)), 'dbt_merge_work_rows') %}
 
-  {% set emptied = dbt_merge._emptied_partitions(plan, counts, storage, work) %}
+  {% set emptied = dbt_merge.history_emptied_partitions(plan, counts, storage, work) if plan.history
+                   else dbt_merge._emptied_partitions(plan, counts, storage, work) %}
   {% if plan.writes_source_rows %}
     {% do dbt_merge.run_statement('uncache table if exists ' ~ plan.changes, 'dbt_merge_work_table') %}
   {% endif %}
@@ -203,6 +206,14 @@
   {%- if not partitions or not removed or not (counts.deleted > 0 or (counts.updated > 0 and moves)) -%}
     {{ return([]) }}
   {%- endif -%}
+  {{ return(dbt_merge._partition_specs(plan, storage, work, removed)) }}
+{% endmacro %}
+
+{#- `partition (...)` specs of the target's partitions that hold a row aliased DBT_INTERNAL_DEST
+    where `removed` and that the work table has no row for. -#}
+{% macro _partition_specs(plan, storage, work, removed) %}
+  {%- set dst = 'DBT_INTERNAL_DEST' -%}
+  {%- set partitions = storage.partition_by -%}
   {%- set values = [] -%}
   {%- for col in partitions -%}
     {%- do values.append('cast(' ~ dst ~ '.' ~ dbt_merge.quote_identifier(col) ~ ' as string)') -%}

@@ -57,6 +57,9 @@
     nothing to delete, and they are never inserted (as on an incremental run whose target lacks
     their key). -#}
 {% macro rebuild_rows_sql(plan) %}
+  {% if plan.history %}
+    {{ return(dbt_merge.history_build_rows_sql(plan)) }}
+  {% endif %}
   {% set rows = 'select * from ' ~ (plan.deduped or plan.stage) %}
   {% if plan.delete_condition %}
     {% set rows = rows ~ ' as DBT_INTERNAL_SOURCE where not ' ~ dbt_merge._delete_flag(plan) %}
@@ -81,5 +84,5 @@
 
 {% macro duckdb__check_after_rebuild(cfg) %}
   {{ return(not cfg.dry_run and not cfg.actions.dedupe and not cfg.delete_condition
-            and not cfg.soft_delete) }}
+            and not cfg.soft_delete and not cfg.history) }}
 {% endmacro %}

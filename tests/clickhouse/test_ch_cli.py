@@ -140,6 +140,23 @@ def test_a_project_without_clickhouse_sources_connects_to_nothing(
     assert not (project / "target").exists()  # the project's target/ as the user left it
 
 
+@pytest.mark.parametrize("command", ["inspect", "land"])
+def test_the_profiles_yml_of_the_folder_it_runs_in_is_read_as_dbt_reads_it(
+    command, no_clickhouse, tmp_path, capsys, monkeypatch
+):
+    """Without --profiles-dir or DBT_PROFILES_DIR, dbt reads ./profiles.yml before
+    ~/.dbt/profiles.yml (the example project keeps its profiles there), and so do inspect and
+    land."""
+    project = _project_without_clickhouse(tmp_path / "project")
+    monkeypatch.delenv("DBT_PROFILES_DIR", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no ~/.dbt/profiles.yml
+    monkeypatch.chdir(project)
+    code = main([command])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, ""), err
+    assert out == NO_SOURCE.format(project=".", plugin="clickhouse", doing=command)
+
+
 @pytest.mark.parametrize("command, target", [("inspect", "duckdb"), ("land", "spark")])
 def test_clickhouse_unreachable_is_one_error_line(command, target, no_clickhouse, capsys):
     code = main([command, *project_args(target)])

@@ -19,7 +19,9 @@ Dimensions:
   a database attached read-only;
 - the caller's objects (CALLERS): a temporary table, temporary view or registered Arrow table
   of that name, a table of that name in another schema or database, an open transaction,
-  another thread inside a call on the connection;
+  another thread inside a call on the connection, a connection whose default_collation is
+  nocase (the source corrects a name's case only), another cursor merging the same source
+  into the same name at the same moment;
 - dry run or not, and the strategy and kind of source (for the rows, the reference model).
 """
 
@@ -36,6 +38,7 @@ import duckdb
 import pyarrow as pa
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from reliability.cases import _without_local_constants
 
 settings.register_profile(
     "doors", derandomize=True, database=None, phases=[Phase.generate], deadline=None,
@@ -49,7 +52,8 @@ KINDS = ("table", "view", "temporary table", "temporary view", "nothing", "missi
          "read-only database")
 CALLERS = ("none", "temporary table of that name", "temporary view of that name",
            "registered Arrow table of that name", "table of that name in another schema",
-           "table of that name in another database", "open transaction", "another thread")
+           "table of that name in another database", "open transaction", "another thread",
+           "nocase connection", "another cursor at once")
 #: What makes a name's text not one table name: a suffix to a name that is one, or (JUNK_TEXT)
 #: the whole text.
 JUNK = (" x", ' as "x"', ";", " -- a comment", "; drop table x", " where true", ", other",
@@ -200,7 +204,8 @@ def draw_scenarios(n: int, profile: str = "doors") -> list[Scenario]:
     def collect(scenario: Scenario) -> None:
         drawn.append(scenario)
 
-    collect()
+    with _without_local_constants():  # the same draws whatever the project's modules hold
+        collect()
     chosen: list[Scenario] = []
     for novelty in (lambda s: (s.form, s.kind, s.caller), lambda s: (s.kind, s.junk, s.dry_run),
                     lambda s: s.identifier, lambda s: s.text, id):
@@ -224,7 +229,8 @@ def draw_identifiers(n: int, without: str = "") -> list[str]:
         if name not in found and not set(name) & set(without) and name.strip() == name:
             found.append(name)
 
-    collect()
+    with _without_local_constants():
+        collect()
     return found[:n]
 
 
@@ -326,6 +332,8 @@ def stage(con, scenario: Scenario, folder: Path) -> Staged:
         other = Place("db2" if place.database != "db2" else "memory", "main", scenario.identifier)
         _table(con, other.sql(), rows_for(9))
         staged.objects[other] = ("table", rows_for(9))
+    if caller == "nocase connection":
+        con.execute("set default_collation = 'nocase'")
     con.execute("create table memory.other.callers_own (i integer)")
     staged.reads = None if scenario.junk is not None else read_by_duckdb(con, scenario.text, staged)
     if caller == "open transaction":

@@ -19,6 +19,7 @@ schemas, databases, sequences, settings, the search path, the caller's transacti
 from __future__ import annotations
 
 import os
+import threading
 
 import duckdb
 import pyarrow as pa
@@ -27,10 +28,20 @@ from dbt_merge.duckdb import MergeError, merge_table
 from reliability.reference import Options, canonical, merge
 from suite_summary import record_cases
 
-from .dimensions import Place, Scenario, differences, draw_scenarios, snapshot, stage
+from .dimensions import (
+    Place,
+    Scenario,
+    differences,
+    draw_scenarios,
+    qualified,
+    snapshot,
+    stage,
+)
 
 DRAWN = 60  # scenarios hypothesis draws (the same ones every run; DBT_MERGE_PROFILE=long: others)
-SOURCE = [(2, "o1", 102), (3, "n3", 1003), (4, "n4", 1004)]
+#: id 2 corrects the case of a name only ('o1' in the staged objects' rows): an update, also on a
+#: connection that would compare text ignoring case
+SOURCE = [(2, "O1", 102), (3, "n3", 1003), (4, "n4", 1004)]
 NAMES = ("id", "name", "v")
 REFUSALS = {  # what the message says, by what the name reads
     "not a name": "it is not the name of one table",
@@ -43,7 +54,7 @@ REFUSALS = {  # what the message says, by what the name reads
     "another thread": "another thread is using this connection",
 }
 
-#: The cases issue 30 saw (and their kin), besides the drawn ones.
+#: The cases issue 30 saw (and their kin), and issue 35's two cursors, besides the drawn ones.
 ISSUE = [
     Scenario("my.t", "one part", "nothing", "table of that name in another schema",
              ("quoted",) * 3, None, False, "upsert", "arrow", schema="main"),
@@ -67,6 +78,11 @@ ISSUE = [
              "upsert", "arrow", schema="main", database="ro"),
     Scenario("t", "two parts", "missing schema", "another thread", ("plain",) * 3, None, True,
              "upsert", "arrow", schema="nowhere"),
+    # issue 35: two cursors merging the same new keys into one table at once, and creating it
+    Scenario("t", "two parts", "table", "another cursor at once", ("plain",) * 3, None, False,
+             "upsert", "arrow", schema="s"),
+    Scenario("new_t", "three parts", "nothing", "another cursor at once", ("quoted",) * 3, None,
+             False, "full_merge", "sql", schema="x", database="db2"),
 ]
 
 
@@ -110,6 +126,13 @@ def check(scenario: Scenario, folder) -> str | None:
         options = {"dry_run": scenario.dry_run}
         if scenario.strategy == "full_merge":
             options["max_delete_fraction"] = 1
+        at_once = scenario.caller == "another cursor at once"
+        if at_once:  # the other cursor's merge, in another thread, released with this one's
+            other, barrier = {}, threading.Barrier(2)
+            thread = threading.Thread(target=_merge_at_once, args=(
+                con, scenario, options, barrier, other))
+            thread.start()
+            barrier.wait()
         try:
             result, error = merge_table(con, source, scenario.text, "id", scenario.strategy,
                                         **options), None
@@ -119,7 +142,16 @@ def check(scenario: Scenario, folder) -> str | None:
             result, error = None, f"{type(e).__name__} (not MergeError): {e}"
         finally:
             staged.release()
+            if at_once:
+                thread.join()
         after = snapshot(con)
+        if at_once:
+            problem = _one_after_the_other(scenario, what, result, error, other)
+            if problem is not None:
+                return problem
+            if what == "merge" and not scenario.dry_run and other.get("result") is not None \
+                    and result.as_dict() != _reference(scenario, target)[1]:
+                result = other["result"]  # the other cursor's merge came first
         if what == "refuse":
             prefix = f"dbt_merge: table '{scenario.text.strip()}': "
             if error is None:
@@ -137,13 +169,58 @@ def check(scenario: Scenario, folder) -> str | None:
         con.close()  # rolls back a transaction left open
 
 
-def _check_merge(scenario, staged, after, place, target, result) -> str | None:
+def _merge_at_once(con, scenario: Scenario, options: dict, barrier, out: dict) -> None:
+    """The other cursor's merge of the same source into the same name (the caller `another
+    cursor at once`): its result or its error in `out`."""
+    cursor = con.cursor()
+    try:
+        if scenario.form == "one part after USE":  # the caller's session, on this cursor too
+            cursor.execute(f"use {qualified(scenario.database, scenario.schema)}")
+        source = _source(cursor, scenario.source_kind)
+        barrier.wait()
+        out["result"] = merge_table(cursor, source, scenario.text, "id", scenario.strategy,
+                                    **options)
+    except MergeError as e:
+        out["error"] = str(e)
+    except Exception as e:  # noqa: BLE001 - anything else is a finding, reported
+        out["error"] = f"{type(e).__name__} (not MergeError): {e}"
+    finally:
+        cursor.close()
+
+
+def _reference(scenario: Scenario, target) -> tuple[list[dict], dict]:
+    """The reference merge of SOURCE into `target` (rows or None): (rows, statistics)."""
     source = [dict(zip(NAMES, r, strict=True)) for r in SOURCE]
     rows = None if target is None else [dict(zip(NAMES, r, strict=True)) for r in target]
     expected_rows, stats = merge(scenario.strategy, source, rows, ["id"],
                                  Options(max_delete_fraction=1 if scenario.strategy == "full_merge"
                                          else None))
-    want = stats.as_dict() | ({"dry_run": True} if scenario.dry_run else {})
+    return expected_rows, stats.as_dict() | ({"dry_run": True} if scenario.dry_run else {})
+
+
+def _one_after_the_other(scenario, what, result, error, other) -> str | None:
+    """Two merges of one source into one name at once, as if one ran after the other: both
+    refused alike, or one merged as the reference says and the other found everything as the
+    first left it (a dry run: both as the reference says, nothing written)."""
+    if what == "refuse":
+        return None if "error" in other else f"the other cursor was not refused: {other}"
+    if "error" in other:
+        return f"the other cursor's merge failed: {other['error']}"
+    if error is not None:
+        return None  # reported by the caller's check
+    mine, theirs = result.as_dict(), other["result"].as_dict()
+    if scenario.dry_run:
+        return None if mine == theirs else f"dry runs at once differ: {mine} != {theirs}"
+    first = mine if mine.get("inserted") or mine.get("updated") or mine.get("deleted") else theirs
+    second = theirs if first is mine else mine
+    # the same rows again: each SOURCE row matched and unchanged, the total as the first left it
+    again = {"inserted": 0, "updated": 0, "deleted": 0, "unchanged": len(SOURCE),
+             "total": first["total"]}
+    return None if second == again else f"the second merge at once: {second} != {again}"
+
+
+def _check_merge(scenario, staged, after, place, target, result) -> str | None:
+    expected_rows, want = _reference(scenario, target)
     if result.as_dict() != want:
         return f"statistics {result.as_dict()} != {want}"
     key = (place.database, place.schema, place.identifier)

@@ -4,13 +4,15 @@
 A dataset door names its target by a path, so the dimensions are paths:
 
 - the path's form: absolute, relative (to the working directory), with a trailing slash,
-  through `..`, a symlinked folder, under a symlinked parent, a pathlib.Path; its last name
-  plain, with a space, unicode, dots, `=`, a quote, `;`, `#`, `%20`, or a glob character;
+  through `..`, a symlinked folder, under a symlinked parent, a pathlib.Path, `~/...` (the home
+  folder); its last name plain, with a space, unicode, dots, `=`, a quote, `;`, `#`, `%20`, a
+  glob character or a backslash;
 - what is at the path: nothing, nothing and no parent folders, a dataset, an empty folder, a
   folder holding other files (notes, `_SUCCESS`), another tool's Parquet files with the same
-  columns or with other columns, a file;
+  columns or with other columns, a file, a Delta table's folder;
 - the caller's objects (Python door): no connection, a connection holding temporary tables and
-  views, a registered Arrow table and a changed setting, or the same with a transaction open;
+  views, a registered Arrow table and a changed setting, the same with a transaction open, or
+  with default_collation nocase (the values differ in case only: 'a' against 'A');
 - a dry run or not; the strategy; the source as an Arrow table, a relation of the caller's
   connection or a Parquet file.
 
@@ -40,7 +42,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dbt_helpers import run_dbt
-from dbt_merge.parquet import ParquetMergeError, run_merge
+from dbt_merge.parquet import ParquetMergeError, commit, run_merge
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from reliability.cases import _without_local_constants
@@ -61,6 +63,7 @@ NAMES = [
     "percent%20",
     "glob[1]",
     "star*",
+    "back\\slash",
 ]
 FORMS = [
     "absolute",
@@ -70,6 +73,7 @@ FORMS = [
     "symlinked folder",
     "symlinked parent",
     "pathlib",
+    "home",
 ]
 STATES = [
     "nothing",
@@ -80,8 +84,9 @@ STATES = [
     "same columns",
     "other columns",
     "a file",
+    "delta table",
 ]
-CALLERS = ["private", "connection", "open transaction"]
+CALLERS = ["private", "connection", "open transaction", "nocase connection"]
 SOURCES = ["arrow", "relation", "parquet file"]
 STRATEGIES = ["upsert", "insert", "update", "full_merge", "deduplicate"]
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
@@ -91,7 +96,9 @@ ROUNDS = 2  # each (path form, what is at the path) pair this many times
 #: read, and leave nothing next to it either
 REFUSALS = {
     "glob": "has a glob character",
+    "backslash": "has a backslash, which DuckDB's glob reads as an escape",
     "a file": "is a file, not a folder",
+    "delta table": "is a Delta table (its marker: ",
     "open transaction": "the connection has a transaction open",
     # 'key column' from Python, 'unique_key column' from dbt
     "other columns": "column 'id' is not in the target",
@@ -109,7 +116,7 @@ def values(draw):
     and the kind of source."""
     existing_keys = draw(st.lists(st.integers(0, 7), unique=True, max_size=6))
     source_keys = draw(st.lists(st.integers(0, 9), unique=True, max_size=6))
-    value = st.sampled_from(["a", "b", "c"])
+    value = st.sampled_from(["a", "b", "c", "A", "B"])
     return {
         "strategy": draw(st.sampled_from(STRATEGIES)),
         "source": draw(st.sampled_from(SOURCES)),
@@ -198,6 +205,9 @@ def lay_out(base: Path, case: dict, real: Path) -> None:
         pq.write_table(pa.table({"a": [1], "b": ["x"]}), real / "theirs.parquet")
     if state == "a file":
         real.write_text("not a folder")
+    if state == "delta table":
+        (real / "_delta_log").mkdir(parents=True)
+        pq.write_table(rows_table(case["existing"]), real / "part-0.parquet")
 
 
 def target_path(base: Path, case: dict, real: Path):
@@ -217,6 +227,8 @@ def target_path(base: Path, case: dict, real: Path):
     if form == "symlinked parent":
         os.symlink(real.parent, base / "plink")
         return str(base / "plink" / case["name"])
+    if form == "home":  # $HOME is `base` (home_directory)
+        return "~/" + os.path.relpath(real, base)
     return real  # pathlib
 
 
@@ -262,6 +274,8 @@ def caller_connection(case: dict, source: pa.Table, real: Path):
     if case["caller"] == "open transaction":
         con.begin()
         con.execute("insert into kept values (7)")
+    if case["caller"] == "nocase connection":
+        con.execute("set default_collation = 'nocase'")
     return con
 
 
@@ -283,8 +297,12 @@ def expectation(case: dict):
     """('refused', cause) or ('merged', rows, stats) by the reference model."""
     if any(ch in case["name"] for ch in "*?[{"):
         return ("refused", "glob")
+    if "\\" in case["name"]:
+        return ("refused", "backslash")
     if case["state"] == "a file":
         return ("refused", "a file")
+    if case["state"] == "delta table":
+        return ("refused", "delta table")
     if case["caller"] == "open transaction":
         return ("refused", "open transaction")
     if case["state"] == "other columns":
@@ -307,12 +325,22 @@ DIMENSIONS: Counter = Counter()
 
 @contextlib.contextmanager
 def working_directory(path: Path):
+    """`path` as the working directory and as $HOME (the `home` form's `~`); caches stay where
+    they were (XDG_CACHE_HOME)."""
+    saved = {k: os.environ.get(k) for k in ("HOME", "XDG_CACHE_HOME")}
     before = os.getcwd()
+    os.environ.setdefault("XDG_CACHE_HOME", str(Path.home() / ".cache"))
     os.chdir(path)
+    os.environ["HOME"] = str(path)
     try:
         yield
     finally:
         os.chdir(before)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def python_case(case: dict) -> None:
@@ -355,7 +383,7 @@ def python_case(case: dict) -> None:
             if outcome[1] == "other columns" and not case["dry_run"]:
                 # refused while reading the dataset, under its lock: the work folder (the
                 # lock) stays next to it, empty of work files
-                work = os.path.relpath(real.parent / f".{real.name}.dbt_merge", base)
+                work = os.path.relpath(commit.work_dir(real), base)
                 assert [p for p in after if p.startswith(work + os.sep)] == [
                     os.path.join(work, "lock")
                 ], label
@@ -381,7 +409,7 @@ def python_case(case: dict) -> None:
                 # nothing else changed: entries outside the dataset and its work folder
                 inside = [
                     os.path.relpath(real, base),
-                    os.path.relpath(real.parent / f".{real.name}.dbt_merge", base),
+                    os.path.relpath(commit.work_dir(real), base),
                 ]
                 parents = {os.path.relpath(p, base) for p in real.parents if base in p.parents}
 
@@ -432,7 +460,7 @@ def test_merge_parquet_dataset_contract():
 def dbt_cases() -> list[dict]:
     """Each state with two path forms and two names (cycled), five of them dry runs; a glob
     character is refused before the hooks (test_dbt.py), so it is not repeated here."""
-    names = [n for n in NAMES if not any(ch in n for ch in "*?[{'")]
+    names = [n for n in NAMES if not any(ch in n for ch in "*?[{")]
     forms = [f for f in FORMS if f != "pathlib"]
     cases = []
     for i, state in enumerate(STATES):
@@ -466,8 +494,9 @@ def test_location_model_contract(tmp_path, monkeypatch):
         case["base"], case["real"] = base, real
         with working_directory(tmp_path):  # relative locations: to where dbt runs
             location = target_path(base, case, real)
-            if case["form"] == "relative":
+            if case["form"] in ("relative", "home"):  # to where dbt runs, and its $HOME
                 location = os.path.relpath(real, tmp_path)
+                location = "~/" + location if case["form"] == "home" else location
         table = f"pq_contract_src.{case['model']}"
         con.execute(f"create or replace table {table} (id bigint, v varchar)")
         con.executemany(
@@ -486,6 +515,7 @@ def test_location_model_contract(tmp_path, monkeypatch):
     con.close()
     proj = make_project(tmp_path / "proj", "parquet_contract", models)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
     run = run_dbt(["run", "--threads", "4"], proj, "duckdb", PROFILES_DIR)
     counts: Counter = Counter()
     for case in cases:
@@ -497,7 +527,7 @@ def test_location_model_contract(tmp_path, monkeypatch):
             message = run.error(case["model"])
             assert REFUSALS[outcome[1]] in message, (label, message)
             real = case["real"]
-            work = os.path.relpath(real.parent / f".{real.name}.dbt_merge", case["base"])
+            work = os.path.relpath(commit.work_dir(real), case["base"])
             after = {
                 p: v for p, v in after.items() if p != work and not p.startswith(work + os.sep)
             }

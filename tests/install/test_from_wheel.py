@@ -154,29 +154,33 @@ def _venv(installs: dict[str, Future], extra: str) -> Venv:
     return venv
 
 
-def test_the_wheel_and_the_sdist_carry_the_licence_and_the_macros(dist, wheel):
+def test_the_wheel_and_the_sdist_carry_the_licence_and_the_dbt_package(dist, wheel):
+    """Both carry the whole dbt package (dbt_project.yml and every macro), which the Python
+    front ends render and `dbt-merge dbt-package` hands to a dbt project."""
+    checkout = {"dbt_project.yml": (ROOT / "dbt_project.yml").read_bytes()} | {
+        f"macros/{p.relative_to(ROOT / 'macros')}": p.read_bytes()
+        for p in (ROOT / "macros").rglob("*.sql")
+    }
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         info = f"dbt_merge-{VERSION}.dist-info"
         metadata = archive.read(f"{info}/METADATA").decode()
-        macros = {
-            n.removeprefix("dbt_merge/_macros/"): archive.read(n)
-            for n in names
-            if n.startswith("dbt_merge/_macros/") and n.endswith(".sql")
+        shipped = {
+            n.removeprefix("dbt_merge/dbt_package/"): archive.read(n)
+            for n in names if n.startswith("dbt_merge/dbt_package/")
         }
     assert {f"{info}/licenses/LICENSE", f"{info}/licenses/NOTICE"} <= names
     assert "License-Expression: Apache-2.0" in metadata.splitlines()
     assert f"Version: {VERSION}" in metadata.splitlines()
-    # the Python front ends render this copy: it is the dbt package's macros/, every file
-    checkout = {
-        str(p.relative_to(ROOT / "macros")): p.read_bytes()
-        for p in (ROOT / "macros").rglob("*.sql")
-    }
-    assert macros == checkout
+    assert shipped == checkout
     (sdist,) = dist.glob("*.tar.gz")
     with tarfile.open(sdist) as archive:
         top = f"dbt_merge-{VERSION}"
         assert {f"{top}/LICENSE", f"{top}/NOTICE"} <= set(archive.getnames())
+        inside = f"{top}/adapter/dbt_merge/dbt_package/"
+        packaged = {m.name.removeprefix(inside): archive.extractfile(m).read()
+                    for m in archive.getmembers() if m.name.startswith(inside) and m.isfile()}
+    assert packaged == checkout
 
 
 DBT_PROJECT = """\
@@ -209,11 +213,17 @@ for batch in (1, 2):
 """
 
 
-def _dbt_project(root: Path, target: dict, models: dict[str, str]) -> Path:
-    """A new dbt project of a user, installing the dbt package from this checkout."""
+def _dbt_project(venv: Venv, root: Path, target: dict, models: dict[str, str]) -> Path:
+    """A new dbt project of a user, installing the dbt package the installed Python package
+    carries, as docs/install.md says (`dbt-merge dbt-package --copy`, then `local:`)."""
     (root / "models").mkdir(parents=True)
     (root / "dbt_project.yml").write_text(DBT_PROJECT)
-    (root / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(ROOT)}]}))
+    copied = venv.run(["dbt-merge", "dbt-package", "--copy", "dbt_merge_package"], cwd=root)
+    assert copied.strip() == str(root / "dbt_merge_package")
+    assert yaml.safe_load((root / "dbt_merge_package" / "dbt_project.yml").read_text())[
+        "version"] == VERSION
+    (root / "packages.yml").write_text(
+        yaml.safe_dump({"packages": [{"local": "dbt_merge_package"}]}))
     profile = {"first_merge": {"target": "dev", "outputs": {"dev": target}}}
     (root / "profiles.yml").write_text(yaml.safe_dump(profile))
     for name, sql in models.items():
@@ -229,6 +239,7 @@ def _stats(full_merge: str, upsert: str) -> list[list[str]]:
 def test_duckdb_extra_runs_a_new_dbt_project(installs, tmp_path):
     venv = _venv(installs, "duckdb")
     project = _dbt_project(
+        venv,
         tmp_path / "project",
         {"type": "duckdb", "path": "first_merge.duckdb", "threads": 1},
         {
@@ -252,9 +263,10 @@ def test_duckdb_extra_runs_a_new_dbt_project(installs, tmp_path):
         f"select id, name from read_parquet('{dataset}/**/*.parquet') order by id"
     ).fetchall()
     assert rows == [(1, "ann"), (2, "bobby"), (3, "cy"), (4, "dee")]
-    # beside it only the dataset's work folder, holding nothing but its lock file
+    # beside it only the dataset's work folder, holding nothing but its two lock files
     assert sorted(p.name for p in dataset.parent.iterdir()) == [".customers.dbt_merge", "customers"]
-    assert [p.name for p in (dataset.parent / ".customers.dbt_merge").iterdir()] == ["lock"]
+    assert sorted(p.name for p in (dataset.parent / ".customers.dbt_merge").iterdir()) == [
+        "lock", "publish.lock"]
     report = venv.run(["dbt-merge", "report", "target/run_results.json"], cwd=project)
     assert "customers_dataset" in report and "full_merge" in report
 
@@ -291,7 +303,7 @@ def test_parquet_extra_runs_merge_table_and_merge_parquet_dataset(installs, tmp_
     second = {"inserted": 1, "updated": 1, "deleted": 1, "unchanged": 1, "total": 3}
     assert out["table"] == out["dataset"] == [first, second]
     assert out["rows"] == [[1, "ann"], [2, "bobby"], [4, "dee"]]
-    assert out["macros"] == "_macros"  # the copy inside the wheel
+    assert out["macros"] == "dbt_package/macros"  # the copy inside the wheel
     assert out["dbt"] is False  # the Python doors need no dbt
 
 
@@ -328,7 +340,8 @@ SPARK_TARGET = {
 def test_spark_extra_runs_merge_dataframe_and_a_dbt_spark_model_on_iceberg(installs, tmp_path):
     venv = _venv(installs, "spark")
     project = _dbt_project(
-        tmp_path / "project", SPARK_TARGET, {"customers": CUSTOMERS % ", file_format='iceberg'"}
+        venv, tmp_path / "project", SPARK_TARGET,
+        {"customers": CUSTOMERS % ", file_format='iceberg'"}
     )
     out = venv.python(
         textwrap.dedent("""
@@ -404,6 +417,25 @@ def test_chdb_extra_reads_an_embedded_clickhouse_table(installs, tmp_path):
         "final": True,
         "rows": [{"id": 1, "name": "ann", "ver": 1}, {"id": 2, "name": "bobby", "ver": 2}],
     }
+    # a Python door without its extra: one error naming the extra, not a missing module's name
+    door = subprocess.run([venv.path / "bin" / "python", "-c",
+                           "from dbt_merge.spark import merge_dataframe"],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env=_user_env(venv.path), timeout=RUN_SECONDS)
+    assert door.returncode == 1, door
+    assert door.stderr.splitlines()[-1] == (
+        "ModuleNotFoundError: dbt_merge's Python doors render the package's macros with Jinja2, "
+        "which is not installed here. Install the extra of the door: pip install "
+        "'dbt-merge[spark]' for merge_dataframe, 'dbt-merge[parquet]' for merge_table and "
+        "merge_parquet_dataset."), door.stderr
+    door = subprocess.run([venv.path / "bin" / "python", "-c",
+                           "from dbt_merge import merge_parquet_dataset"],
+                          capture_output=True, text=True, cwd=tmp_path,
+                          env=_user_env(venv.path), timeout=RUN_SECONDS)
+    assert door.returncode == 1, door
+    assert door.stderr.splitlines()[-1] == (
+        "ModuleNotFoundError: dbt_merge.merge_parquet_dataset needs DuckDB and Jinja2, which "
+        "are not installed here: pip install 'dbt-merge[parquet]'."), door.stderr
     # inspect reads a dbt project, which needs dbt: one error line naming the extra
     done = subprocess.run(["dbt-merge", "inspect", "--dsn", "chdb://" + str(tmp_path / "chdb")],
                           capture_output=True, text=True, cwd=tmp_path,

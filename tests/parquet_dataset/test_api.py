@@ -412,3 +412,111 @@ def test_history_dry_run_and_new_columns_of_a_dataset(five_files):
     assert stats["unchanged"] == 1
     names, got = read_dataset(five_files)
     assert names[-1] == "extra" and len(got) == 101
+
+
+@pytest.mark.parametrize("how", ["session nocase", "source column nocase", "none"])
+def test_keys_pruning_and_changes_are_judged_byte_for_byte(tmp_path, how):
+    """On a connection whose default_collation is nocase, or with a source column that carries
+    COLLATE NOCASE: the statistics pruning still finds the file holding key 'a' (its range is
+    'B'..'a' in byte order, which a nocase comparison reads as empty), keys 'a' and 'A' are two
+    keys, a case-only correction is an update and moves a row to the partition folder of its
+    new case. Before: key 'a' was inserted a second time, 'A' updated 'a' (or the SELECT was
+    refused as repeating it), and the corrections counted unchanged."""
+    con = duckdb.connect()
+    if how == "session nocase":
+        con.execute("set session default_collation = 'nocase'")
+    cast = "collate nocase" if how == "source column nocase" else ""
+
+    def src(values: str):
+        return con.sql(f"select k {cast} as k, name {cast} as name, r {cast} as r"
+                       f" from (values {values}) v(k, name, r)")
+
+    flat, parts = tmp_path / "flat", tmp_path / "parts"
+    first = "('B', 'bee', 'EU'), ('a', 'acme corp', 'EU')"
+    assert merge_parquet_dataset(src(first), flat, "k", connection=con)["inserted"] == 2
+    assert len(fingerprint(flat)) == 1
+    report = run_merge(src("('a', 'Acme Corp', 'EU')"), flat, "k", connection=con)
+    assert report.stats == {"inserted": 0, "updated": 1, "deleted": 0, "unchanged": 0,
+                            "total": 2}
+    assert report.files_scanned == 1
+    report = run_merge(src("('a', 'Acme Corp', 'EU'), ('A', 'new', 'EU')"), flat, "k",
+                       connection=con)
+    assert report.stats == {"inserted": 1, "updated": 0, "deleted": 0, "unchanged": 1,
+                            "total": 3}
+    assert rows(flat) == [("A", "new", "EU"), ("B", "bee", "EU"), ("a", "Acme Corp", "EU")]
+    again = merge_parquet_dataset(src("('a', 'Acme Corp', 'EU'), ('A', 'new', 'EU')"), flat,
+                                  "k", connection=con, strategy="full_merge",
+                                  max_delete_fraction=1)
+    assert again == {"inserted": 0, "updated": 0, "deleted": 1, "unchanged": 2, "total": 2}
+    # partitioned by r: a case-only change of r moves the row to the folder of its value
+    merge_parquet_dataset(src(first), parts, "k", connection=con, partition_by="r")
+    moved = merge_parquet_dataset(src("('a', 'acme corp', 'eu')"), parts, "k", connection=con)
+    assert moved == {"inserted": 0, "updated": 1, "deleted": 0, "unchanged": 0, "total": 2}
+    assert sorted(p.parent.name for p in parts.rglob("*.parquet")) == ["r=EU", "r=eu"]
+    assert rows(parts, {"r": "VARCHAR"}) == [("B", "bee", "EU"), ("a", "acme corp", "eu")]
+    assert con.execute("select current_setting('default_collation')").fetchone() == (
+        ("nocase",) if how == "session nocase" else ("",))
+    con.close()
+
+
+def test_home_folder_and_paths_readers_could_not_glob(tmp_path, monkeypatch):
+    """`~/...` is the home folder (os.path.expanduser), merged into again and again; `~name`
+    of no user and a backslash (DuckDB's glob reads it as an escape: a reader of
+    `a\\b/**/*.parquet` finds no file) are refused before anything is created. Before: `~/lake`
+    was a folder literally named `~` in the working folder, and a backslash was accepted."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    assert merge_parquet_dataset(table([1, 2], ["a", "b"]), "~/lake/x", "id")["inserted"] == 2
+    again = merge_parquet_dataset(table([2, 3], ["B", "c"]), "~/lake/x/", "id")
+    assert again == {"inserted": 1, "updated": 1, "deleted": 0, "unchanged": 0, "total": 3}
+    assert rows(home / "lake" / "x") == [(1, "a"), (2, "B"), (3, "c")]
+    assert not (tmp_path / "~").exists()
+    before = fingerprint(tmp_path)
+    with pytest.raises(ParquetMergeError, match=r"starts with ~ but names no user"):
+        merge_parquet_dataset(table([1], ["a"]), "~no_such_user_here/x", "id")
+    with pytest.raises(ParquetMergeError, match=r"has a backslash, which DuckDB's glob reads as"):
+        merge_parquet_dataset(table([1], ["a"]), tmp_path / "a\\b", "id")
+    assert fingerprint(tmp_path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]
+
+
+@pytest.mark.parametrize("where", ["delta here", "hudi in a parent", "iceberg in a parent",
+                                   "delta below"])
+def test_another_table_formats_folder_is_refused(tmp_path, where):
+    """A Delta (`_delta_log/`), Hudi (`.hoodie/`) or Iceberg (`metadata/*.metadata.json`)
+    table at the folder, above it or below it: refused, naming the format and its marker,
+    before anything is written. Before: its Parquet files were merged as a plain folder's,
+    leaving the table's log naming files that were gone."""
+    table_dir = tmp_path / "t"
+    (table_dir / "data").mkdir(parents=True)
+    pq.write_table(table([1], ["a"]), table_dir / "data" / "part-0.parquet")
+    fmt, marker, target = {
+        "delta here": ("Delta", table_dir / "_delta_log", table_dir),
+        "hudi in a parent": ("Hudi", table_dir / ".hoodie", table_dir / "data"),
+        "iceberg in a parent": ("Iceberg", table_dir / "metadata", table_dir / "data"),
+        "delta below": ("Delta", table_dir / "data" / "_delta_log", table_dir),
+    }[where]
+    marker.mkdir()
+    (marker / ("v1.metadata.json" if fmt == "Iceberg" else "00000.json")).write_text("{}")
+    before = fingerprint(tmp_path)
+    with pytest.raises(ParquetMergeError) as error:
+        merge_parquet_dataset(table([1, 2], ["x", "y"]), target, "id")
+    message = str(error.value)
+    how = {"delta here": "is", "delta below": "holds"}.get(where, "is inside")
+    assert f"'{target}' {how} a {fmt} table (its marker: '{marker}')" in message, message
+    assert f"through {fmt}'s own writer" in message and "The dataset was not changed." in message
+    assert fingerprint(tmp_path) == before
+    assert not list(tmp_path.rglob("*.dbt_merge"))
+
+
+def test_an_empty_path_or_the_root_is_refused(tmp_path, monkeypatch):
+    """'' (before: the working folder, merged into as a dataset) and '/' are no dataset's
+    folder: refused before anything is written."""
+    monkeypatch.chdir(tmp_path)
+    for path, message in (("", "target_path is empty"), ("  ", "target_path is empty"),
+                          ("/", "is the file system's root")):
+        with pytest.raises(ParquetMergeError, match=message):
+            merge_parquet_dataset(table([1], ["a"]), path, "id")
+    assert list(tmp_path.iterdir()) == []

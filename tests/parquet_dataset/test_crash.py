@@ -167,3 +167,58 @@ def _next_merge_completes(source: Path, target: Path, args: dict, hive: bool, af
     assert content(target, hive) == after, "the next merge did not complete the merge"
     work = target.parent / f".{target.name}.dbt_merge"
     assert not list(work.glob("tx-*")), "the next merge left work files behind"
+
+
+def test_kill_while_merging_into_a_partition_folder_of_a_larger_dataset(tmp_path):
+    """A merge into `sales/d=1`, one partition folder of the dataset `sales`, killed at each
+    named point: readers of `sales/**/*.parquet` see the rows before or after it, exactly, and
+    nothing of the merge's lies inside `sales` (its work folder is next to `sales`). Before:
+    the work folder was `sales/.d=1.dbt_merge`, and a kill after the swap left the old folder
+    there, every changed row twice for those readers (or new files, before the swap)."""
+    pristine = tmp_path / "pristine"
+    rows = {"id": pa.array(range(3000), pa.int64()), "v": pa.array([f"v{i}" for i in range(3000)]),
+            "amount": pa.array([float(i) for i in range(3000)])}
+    (pristine / "d=1").mkdir(parents=True)
+    (pristine / "d=2").mkdir()
+    run_merge(pa.table(rows), pristine / "d=1", "id", rows_per_file=500, durable=False)
+    pq.write_table(pa.table(rows).slice(0, 1000), pristine / "d=2" / "other.parquet")
+    for work in (tmp_path / ".pristine.dbt_merge", pristine / ".d=1.dbt_merge"):
+        shutil.rmtree(work, ignore_errors=True)  # (where releases before this one kept it)
+    upd = list(range(500, 1500)) + list(range(3000, 3200))
+    source = tmp_path / "source.parquet"
+    pq.write_table(pa.table({"id": pa.array(upd, pa.int64()),
+                             "v": pa.array([f"new{i}" for i in upd]),
+                             "amount": pa.array([i * 2.0 for i in upd])}), source)
+    sales = tmp_path / "sales"
+    args = {"key_columns": "id", "rows_per_file": 500, "durable": False}
+
+    def fresh() -> None:
+        for path in (sales, tmp_path / ".sales.dbt_merge"):
+            shutil.rmtree(path, ignore_errors=True)
+        shutil.copytree(pristine, sales)
+
+    def seen() -> tuple:
+        assert [p for p in sales.rglob("*") if not p.relative_to(sales).parts[0].startswith(
+            "d=")] == [], "something of the merge inside the larger dataset"
+        return content(sales, hive=False)
+
+    fresh()
+    before = seen()
+    # what a killed merge of an earlier release left in its work folder inside `sales`: the
+    # next merge clears it
+    leftover = sales / ".d=1.dbt_merge" / "tx-old" / "new"
+    leftover.mkdir(parents=True)
+    shutil.copy(next((sales / "d=2").glob("*.parquet")), leftover / "x.parquet")
+    run_merge(pq.read_table(source), sales / "d=1", **args)
+    assert not (sales / ".d=1.dbt_merge").exists()
+    after = seen()
+    assert before != after
+    for point, expected in NAMED_POINTS:
+        fresh()
+        child = start_child(source, sales / "d=1", point, args)
+        child.wait(timeout=300)
+        assert child.returncode == -signal.SIGKILL, f"{point}: {child.stderr.read()[-2000:]}"
+        assert seen() == (before if expected == "before" else after), f"killed at {point}"
+        run_merge(pq.read_table(source), sales / "d=1", **args)
+        assert seen() == after, f"{point}: the next merge did not complete the merge"
+        assert not list((tmp_path / ".sales.dbt_merge").glob("tx-*")), "work files left"

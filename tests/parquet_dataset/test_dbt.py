@@ -595,3 +595,96 @@ def test_types_parquet_stores_differently_and_an_older_file(tmp_path, db):
         [1.5, 2.5, 3.5],
     )
     con.close()
+
+
+def test_location_paths_home_quotes_twins_table_formats_and_empty_runs(tmp_path, db, monkeypatch):
+    """Where a `location` model's dataset is, and that every step looks there (issue 35):
+    - `~/lake/h` is the home folder for the write, is_incremental() and the --empty skip alike
+      (before: a folder named `~` was written in the working folder while is_incremental()
+      and the skip looked in $HOME, so --empty ran the full_merge and deleted every row);
+    - a quote, `%`, unicode and spaces in a location (before: the existence check's SQL broke
+      on the quote, read as "no dataset": the same two failures);
+    - two models at one folder (one named through a symlink, with a trailing slash) and a
+      third inside it: each refused, naming another, nothing written (before: each merged
+      into the other's rows);
+    - a Delta table's folder, `~name/...`, a backslash, an empty location (the working folder
+      before) and `/`: refused before anything is written;
+    - --empty on a partitioned dataset under a `k=v` folder keeps the partition column's type
+      (VARCHAR values '7', '8') and no `env` column (before: the view became BIGINT p and an
+      extra column env)."""
+    home, lake = tmp_path / "home", tmp_path / "lake"
+    home.mkdir()
+    lake.mkdir()
+    (tmp_path / "link").symlink_to(lake)
+    (lake / "delta_t" / "_delta_log").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    src = source(
+        db,
+        "paths",
+        "select range as id, 'x' || range as name, cast(range % 2 + 7 as varchar) as p"
+        " from range(4)",
+    )
+    body = (
+        f"select id, name, p, {{% if dbt_merge.is_incremental() %}}'inc'{{% else %}}'full'"
+        f"{{% endif %}} as how from {src}"
+    )
+    full = {"strategy": "full_merge", "unique_key": "id", "max_delete_fraction": 1,
+            "schema": SCHEMA}
+    odd = lake / "it's 50% ü x"
+    locations = {
+        "home": "~/lake/h",
+        "odd": str(odd),
+        "hive": str(tmp_path / "env=prod" / "sales"),
+        "twin_a": str(lake / "shared"),
+        "twin_b": str(tmp_path / "link" / "shared") + "/",
+        "nested_c": str(lake / "shared" / "part"),
+        "delta": str(lake / "delta_t"),
+        "tilde_name": "~no_such_user_here/x",
+        "backslash": str(lake / "a\\b"),
+        "empty_location": "",
+        "root": "/",
+    }
+    models = {}
+    for name, location in locations.items():
+        cfg = {**full, "location": location}
+        if name == "hive":
+            cfg["partition_by"] = "p"
+        models[name] = model_sql(cfg, body)
+    proj = project(tmp_path, models)
+    first = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    for name in ("home", "odd", "hive"):
+        assert first.stats(name)["inserted"] == 4, name
+    assert (home / "lake" / "h").is_dir() and not (tmp_path / "~").exists()
+    others = {"twin_a": ("twin_b", "nested_c"), "twin_b": ("twin_a", "nested_c"),
+              "nested_c": ("twin_a", "twin_b")}
+    for name, named in others.items():
+        message = first.error(name)
+        assert any(f"the location of model '{o}'" in message for o in named), message
+        assert "Give each model a folder of its own" in message, message
+    assert not (lake / "shared").exists()
+    assert "is a Delta table (its marker: " in first.error("delta")
+    assert "starts with ~ followed by a name" in first.error("tilde_name")
+    assert "has a backslash, which DuckDB's glob reads as an escape" in first.error("backslash")
+    assert "location '' is empty" in first.error("empty_location")
+    assert "location '/' is the file system's root" in first.error("root")
+    assert sorted(p.name for p in lake.iterdir()) == [".it's 50% ü x.dbt_merge", "delta_t",
+                                                     "it's 50% ü x"]
+
+    second = run_dbt(["run", "-s", "home", "odd", "hive"], proj, "duckdb", PROFILES_DIR)
+    for name in ("home", "odd"):  # is_incremental() saw the dataset: every row 'inc'
+        assert second.stats(name) == {"inserted": 0, "updated": 4, "deleted": 0,
+                                      "unchanged": 0, "total": 4}, name
+    before = {d: fingerprint(d) for d in (home / "lake" / "h", odd, tmp_path / "env=prod")}
+    empty = run_dbt(["run", "-s", "home", "odd", "hive", "--empty"], proj, "duckdb",
+                    PROFILES_DIR)
+    for name in ("home", "odd", "hive"):
+        message = empty.result(name).adapter_response["_message"]
+        assert message == "MERGE full_merge: skipped (--empty): the target was not changed", name
+    assert {d: fingerprint(d) for d in before} == before
+    assert rows(home / "lake" / "h") == [(i, f"x{i}", str(i % 2 + 7), "inc") for i in range(4)]
+    view = db.execute(f"describe {SCHEMA}.hive").fetchall()
+    assert [(c[0], c[1]) for c in view] == [("id", "BIGINT"), ("name", "VARCHAR"),
+                                           ("how", "VARCHAR"), ("p", "VARCHAR")]
+    assert sorted(db.execute(f"select id, p from {SCHEMA}.hive").fetchall()) == [
+        (0, "7"), (1, "8"), (2, "7"), (3, "8")]

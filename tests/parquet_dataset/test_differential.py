@@ -19,8 +19,10 @@ connection shared by many merges.
 What the Python API does not have is left out of the cases: incremental_predicates (and
 on_key_outside_predicates) are dropped and the expectation recomputed without them; dbt-only
 aspects (run modes, threads, contracts, twin schemas) are ignored. Cases the reference cannot
-predict exactly (a random() SELECT), NOCASE columns (Parquet has no collations) and config
-values naming a column with a leading or trailing space (see _config_names_padded) are skipped.
+predict exactly (a random() SELECT) and config values naming a column with a leading or
+trailing space (see _config_names_padded) are skipped. A NOCASE column is a plain string in
+the files (Parquet has no collations); the SELECT's, on the shared connection, keeps its
+collation, and that connection's default_collation is nocase: text is judged byte for byte.
 
 A second generated family (stored_cases.py, issue 21) varies what the first does not: column
 types a Parquet file stores differently (HUGEINT, INTERVAL, TIME WITH TIME ZONE spelled at
@@ -50,6 +52,7 @@ from reliability.cases import (
     STRATEGY_NAMES,
     Case,
     generate_cases,
+    with_collations,
     with_conditions,
     with_dry_run,
     with_soft_delete,
@@ -68,7 +71,11 @@ PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 @cache
 def shared_connection() -> duckdb.DuckDBPyConnection:
-    return duckdb.connect()
+    """The connection every other case merges on: its default_collation is nocase, as a
+    caller's may be; the merge judges keys, statistics and changes byte for byte anyway."""
+    con = duckdb.connect()
+    con.execute("set default_collation = 'nocase'")
+    return con
 
 
 def quote(name: str) -> str:
@@ -81,7 +88,7 @@ def generated_cases() -> tuple[Case, ...]:
     cases: list[Case] = []
     for strategy in STRATEGY_NAMES:
         for case in generate_cases(strategy, PER_STRATEGY[strategy]):
-            if case.nondet or any("nocase" in (c.source, c.target) for c in case.columns):
+            if case.nondet:
                 continue
             if _config_names_padded(case):
                 continue
@@ -148,14 +155,19 @@ def partitioning(index: int, case: Case) -> list[str] | None:
     usable = [
         c.name
         for c in case.columns
-        if c.source == c.target and c.target in PARTITIONABLE and PLAIN.fullmatch(c.name)
+        if _in_files(c.source) == _in_files(c.target) in PARTITIONABLE and PLAIN.fullmatch(c.name)
     ]
-    if index % 4 == 1 and case.key[0] in usable:
-        return [case.key[0]]
+    if index % 4 == 1 or index % 8 == 2:
+        return [case.key[0]] if case.key[0] in usable else None
     if index % 4 == 3:
         values = [n for n in usable if n not in case.key]
         return values[:1] or None
     return None
+
+
+def _in_files(typ: str) -> str:
+    """A column's type as the dataset's files hold it: a NOCASE column is a plain string."""
+    return "str" if typ == "nocase" else typ
 
 
 def create_table(con, name: str, columns: list[tuple[str, str]], rows: list[dict]) -> None:
@@ -192,13 +204,18 @@ def run_case(index: int, case: Case, tmp: Path) -> list[str]:
     parts = partitioning(index, case)
     hive_types = None
     if parts:
-        hive_types = {p: engine_type(dict(case.target_columns)[p], "duckdb") for p in parts}
+        hive_types = {
+            p: engine_type(_in_files(dict(case.target_columns)[p]), "duckdb") for p in parts
+        }
     if case.target is not None:
         write_target(root, case, 1 + index % 3, parts)
     con = shared_connection() if index % 2 else duckdb.connect()
+    if case.collation is not None:  # the caller's connection, with its default_collation
+        con = duckdb.connect()
+        con.execute(f"set default_collation = '{case.collation}'")
     create_table(con, f"src_{case.id}", case.source_columns, case.source)
     source = con.table(f"src_{case.id}")
-    if index % 2 == 0:
+    if index % 2 == 0 and case.collation is None:
         # an Arrow table, merged on a private connection
         source = con.sql(f"select * from src_{case.id}").to_arrow_table()
         if index % 3 == 2:
@@ -230,14 +247,14 @@ def run_case(index: int, case: Case, tmp: Path) -> list[str]:
     ):
         if option in cfg:
             args[option] = cfg[option]
-    if index % 2:
+    if index % 2 or case.collation is not None:
         args["connection"] = con
     where = f"[{case.id} partition_by={parts}] {case!r}\n"
 
     def check_rows(rows: list[dict], types: dict[str, str], label: str) -> None:
         names, got = read_dataset(root, hive_types)
         assert sorted(names) == sorted(case.names), f"{label}: columns {names}"
-        assert canonical(got, case.names, types) == canonical(rows, case.names, types), (
+        assert canonical(got, case.names) == canonical(rows, case.names), (
             f"{label}: rows differ:\n got {sorted(map(repr, got))}\n ref {sorted(map(repr, rows))}"
         )
 
@@ -373,6 +390,32 @@ def test_parquet_options_match_reference(strategy, tmp_path):
     merge_parquet_dataset, against the reference model (each refused before issue 23 item 3:
     every case of this family failed on the old code)."""
     run_family(strategy, option_cases(), tmp_path)
+
+
+@cache
+def collation_cases() -> tuple[Case, ...]:
+    """Every 2nd generated case with a text column, its SELECT's text differing from the
+    dataset's by case or accent only (with_collations), merged on a connection whose
+    default_collation is nocase or noaccent (the `column` variant's NOCASE is a plain string
+    in the files)."""
+    found = [with_collations(c) for c in generated_cases()]
+    return tuple(c for c in found if c is not None and c.collation is not None)[::2]
+
+
+def test_collation_case_mix():
+    cases = collation_cases()
+    assert sum(c.collation == "nocase" for c in cases) >= 8, len(cases)
+    assert sum(c.collation == "noaccent" for c in cases) >= 8, len(cases)
+    outcomes = [expected(c, rebuild=False) for c in cases]
+    assert sum(not isinstance(o, MergeError) for o in outcomes) >= 10
+
+
+@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
+def test_parquet_collations_match_reference(strategy, tmp_path):
+    """Keys, the statistics pruning and changes judged byte for byte on a connection that
+    would compare text ignoring case or accents (issue 35: the pruning skipped the file
+    holding a key, which was inserted again, and case-only corrections counted unchanged)."""
+    run_family(strategy, collation_cases(), tmp_path)
 
 
 # ---------------------------------------------------------------- issue 21's dimensions

@@ -53,7 +53,6 @@ from .coltypes import (
     convert,
     decimal_of,
     float32,
-    fold,
     quantize,
 )
 from .reference import (
@@ -130,8 +129,9 @@ INTERNAL_NAMES = [
 #: them: a statement's name, a variable of the Python door's context, a suffix of a table name;
 #: and aliases in queries of Iceberg's metadata tables only (refs, snapshots, files), where the
 #: model's columns appear only as fields of readable_metrics, never beside them.
-NOT_COLUMN_NAMES = {"dbt_merge_branch", "dbt_merge_branches", "dbt_merge_new_",
-                    "dbt_merge_files", "dbt_merge_sizes", "dbt_merge_ids", "snapshot_id"}
+NOT_COLUMN_NAMES = {"dbt_merge_branch", "dbt_merge_branches", "dbt_merge_new_", "dbt_merge_view",
+                    "dbt_merge_views", "dbt_merge_files", "dbt_merge_sizes", "dbt_merge_ids",
+                    "snapshot_id"}
 RESERVED_NAMES = [
     "select", "from", "where", "order", "group", "by", "key", "value", "table", "end", "case",
     "when", "null", "limit", "using", "on", "merge", "matched", "set", "values", "join", "as",
@@ -349,6 +349,8 @@ class Case:
     same_name: bool = False  # shares its table name with another case, in another schema
     dry_run: bool = False  # config(dry_run=true): every check and count, nothing written
     time_zone: str | None = None  # the session's TimeZone (DuckDB), set by a pre-hook
+    # the session's default_collation (DuckDB), set by a pre-hook and reset by a post-hook
+    collation: str | None = None
     schema_suffix: str = ""  # set by generate_cases: "" or "_twin"
     table: str = ""  # the table's name (the model is m_<id>)
     shape: int = 0  # the seed of the choices that made the case
@@ -412,6 +414,9 @@ class Case:
             cfg["soft_delete_column"] = self.opts.soft_delete
         if self.time_zone is not None:
             cfg["pre_hook"] = f"set TimeZone = '{self.time_zone}'"
+        if self.collation is not None:
+            cfg["pre_hook"] = f"set session default_collation = '{self.collation}'"
+            cfg["post_hook"] = "reset session default_collation"
         return cfg
 
     def select(self, relation: str, quote, random_sql: str) -> str:
@@ -504,8 +509,7 @@ class Case:
             f.add("target:missing")
         else:
             keyed = [t for t in self.target if all(t[k] is not None for k in self.key)]
-            stored = dict(self.target_columns)
-            tokens = [row_token(t, self.key, stored) for t in keyed]
+            tokens = [row_token(t, self.key) for t in keyed]
             if len(set(tokens)) < len(tokens):
                 f.add("target:duplicate_keys")
             if len(keyed) < len(self.target):
@@ -540,6 +544,8 @@ class Case:
             f.add("dry_run")
         if self.time_zone is not None:
             f.add(f"time_zone:{self.time_zone}")
+        if self.collation is not None:
+            f.add(f"collation:{self.collation}")
         if self.opts.soft_delete is not None:
             f.add("soft_delete")
             if self.target and any(r[self.opts.soft_delete] is True for r in self.target):
@@ -549,17 +555,16 @@ class Case:
 
     def delete_share(self) -> float:
         """The share of the target's rows whose key the SELECT lacks (as DuckDB converts)."""
-        stored = dict(self.target_columns)
         kept = set()
         for r in self.source:
             try:
                 kept.add(tuple(
-                    value_token(fold(convert(r[c.name], c.source, c.target, "duckdb"), c.target))
+                    value_token(convert(r[c.name], c.source, c.target, "duckdb"))
                     for c in self.columns if c.name in self.key
                 ))  # fmt: skip
             except (ConversionError, ValueError, NotImplementedError):
                 continue
-        gone = sum(row_token(t, self.key, stored) not in kept for t in self.target)
+        gone = sum(row_token(t, self.key) not in kept for t in self.target)
         return gone / len(self.target)
 
 
@@ -837,7 +842,7 @@ def equivalent(value, src: str, tgt: str):
     for v in candidates:
         if v != value and all(
             storable(v, src, tgt)
-            and fold(convert(v, src, tgt, e), tgt) == fold(convert(value, src, tgt, e), tgt)
+            and convert(v, src, tgt, e) == convert(value, src, tgt, e)
             for e in ("duckdb", "spark")
         ):
             return v
@@ -952,6 +957,52 @@ def with_time_zones(case: Case) -> Case | None:
     columns = [Column(c.name, source, target) if c.name in stamps else c for c in case.columns]
     return dataclasses.replace(case, id="z" + case.id, table="z" + case.table, columns=columns,
                                time_zone=rnd.choice(TIME_ZONES))
+
+
+#: How with_collations makes DuckDB compare text by a collation: the session's
+#: default_collation (nocase, noaccent), or the table's text columns declared COLLATE NOCASE.
+COLLATIONS = ["nocase", "noaccent", "column"]
+
+
+def with_collations(case: Case) -> Case | None:
+    """A copy of `case` (DuckDB) whose text keys and values differ from the table's only by
+    case or accent: every text value gets a leading 'é', and every other SELECT row has its
+    text values' case swapped (or that accent dropped), and the merge runs where DuckDB would
+    compare text by a collation (COLLATIONS). The merge judges text byte for byte, so the
+    reference model, which knows no collation, says what it must do: 'a' and 'A' are two keys,
+    a case-only change is an update. None for a case without a text column, with an option
+    that compares a text column in the model's own SQL (a predicate, a condition,
+    dedup_order_by: the collation applies there), a random() SELECT, a broken contract or a
+    twin."""
+    if case.contract not in (None, "ok") or case.same_name or case.nondet:
+        return None
+    text = [c.name for c in case.columns if c.source == "str" and c.target in ("str", "nocase")]
+    opts = case.opts
+    compared = {t.column for t in opts.dedup_order_by}
+    compared |= {x[0] for x in (opts.predicate, opts.delete_condition) if x is not None}
+    compared |= {opts.update_condition} if opts.update_condition else set()
+    if not text or compared & set(text):
+        return None
+    rnd = random.Random(f"collation:{case.id}:{case.shape}")
+    how = rnd.choice(COLLATIONS)
+
+    def lettered(row: Row) -> Row:  # every text value holds a letter with case and accent
+        return {k: "é" + v if k in text and isinstance(v, str) else v for k, v in row.items()}
+
+    def varied(row: Row) -> Row:  # the same text, but for its case (or accent)
+        def vary(v):
+            return v.replace("é", "e", 1) if how == "noaccent" else v.swapcase()
+
+        return {k: vary(v) if k in text and isinstance(v, str) else v for k, v in row.items()}
+
+    source = [varied(lettered(r)) if i % 2 else lettered(r) for i, r in enumerate(case.source)]
+    target = None if case.target is None else [lettered(r) for r in case.target]
+    columns = case.columns
+    if how == "column":
+        columns = [Column(c.name, c.source, "nocase") if c.name in text else c for c in columns]
+    return dataclasses.replace(case, id="c" + case.id, table="c" + case.table, columns=columns,
+                               source=source, target=target,
+                               collation=None if how == "column" else how)
 
 
 @contextmanager

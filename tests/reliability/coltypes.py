@@ -10,7 +10,8 @@ type the way the engine stores it (SEMANTICS_10 §4), per engine:
 - double -> float (real): IEEE round to nearest float32;
 - timestamp -> date: the day (both engines run in UTC here);
 - varchar -> uuid (DuckDB): parsed, so differently written UUIDs are one value;
-- varchar -> varchar collate nocase (DuckDB): stored as written, compared ignoring case.
+- varchar -> varchar collate nocase (DuckDB): stored as written, and compared byte for byte
+  as every text value is (the merge ignores the collation: 'a' and 'A' are two keys).
 
 A value that does not fit (integer or decimal overflow, NaN or infinity into an integer, a
 string that is no UUID) raises ConversionError.
@@ -89,12 +90,6 @@ def zone_kind(typ: str) -> str | None:
     column converted from one kind to the other, which goes through the session time zone
     (check_column_types: the error kind `time_zone`)."""
     return {"tstz": "instant", "ts": "wall_clock", "date": "wall_clock"}.get(typ)
-
-
-def fold(value, typ: str):
-    """The value as the target compares it (NOCASE: ignoring case; the generator keeps those
-    values to letters where DuckDB's and Python's lower() agree)."""
-    return value.lower() if typ == "nocase" and isinstance(value, str) else value
 
 
 def quantize(value: Decimal, typ: str) -> Decimal:

@@ -37,7 +37,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .coltypes import ConversionError, convert, family, fold, zone_kind
+from .coltypes import ConversionError, convert, family, zone_kind
 
 Row = dict[str, Any]
 
@@ -167,10 +167,10 @@ def value_token(v: Any) -> tuple:
     return (4, type(v).__name__, v)
 
 
-def row_token(row: Row, columns: list[str], types: dict[str, str] | None = None) -> tuple:
-    """The row's value tokens, each value folded as its column's type compares it."""
-    types = types or {}
-    return tuple(value_token(fold(row[c], types.get(c, ""))) for c in columns)
+def row_token(row: Row, columns: list[str]) -> tuple:
+    """The row's value tokens: values as stored, compared byte for byte (a text column's
+    collation plays no part, as in the merge)."""
+    return tuple(value_token(row[c]) for c in columns)
 
 
 def _order_value(v: Any, descending: bool) -> tuple:
@@ -225,7 +225,7 @@ def _key_groups(
 ) -> dict[tuple, list[Row]]:
     groups: dict[tuple, list[Row]] = {}
     for r in rows:
-        groups.setdefault(row_token(r, key, types), []).append(r)
+        groups.setdefault(row_token(r, key), []).append(r)
     return groups
 
 
@@ -245,7 +245,7 @@ def dedupe_errors(strategy: str, rows: list[Row], key: list[str], opts: Options,
 
             best = min(group, key=order)
             first = [r for r in group if order(r) == order(best)]
-        if len({row_token(r, columns, types) for r in first}) > 1 and dedupe:
+        if len({row_token(r, columns) for r in first}) > 1 and dedupe:
             kinds.append("dedup_tie" if opts.dedup_order_by else "dedup_differ")
         chosen.append(first[0])
     return chosen, kinds
@@ -327,12 +327,12 @@ def merge(
     for i, t in enumerate(target):
         if any(t[k] is None for k in key):
             continue  # a NULL key can match no source row: kept, not counted
-        kt = row_token(t, key, stored)
+        kt = row_token(t, key)
         if opts.in_scope(t):
             considered.setdefault(kt, []).append(i)
         else:
             outside.add(kt)
-    source_keys = {row_token(r, key, stored) for r in rows}
+    source_keys = {row_token(r, key) for r in rows}
     for kt in source_keys:
         hits = considered.get(kt, [])
         if len(hits) > 1:
@@ -346,7 +346,7 @@ def merge(
                      for i in v)
         # rows delete_condition deletes count against max_delete_fraction too
         doomed += sum(1 for r in rows if opts.deletes(r) and (
-            hits := considered.get(row_token(r, key, stored))) and opts.live(target[hits[0]]))
+            hits := considered.get(row_token(r, key))) and opts.live(target[hits[0]]))
         limit = opts.max_delete_fraction
         limit = DEFAULT_MAX_DELETE_FRACTION if limit is None else limit
         if doomed > 0 and doomed > limit * n_considered:
@@ -357,7 +357,7 @@ def merge(
     stats = Stats()
     inserts = []
     for r in rows:
-        hits = considered.get(row_token(r, key, stored), [])
+        hits = considered.get(row_token(r, key), [])
         if opts.deletes(r):  # deletes the row of its key, if any; never inserted
             if hits and not opts.live(out[hits[0]]):
                 stats.unchanged += 1  # soft-deleted already
@@ -372,7 +372,7 @@ def merge(
             t = out[hits[0]]
             # no update column (all excluded): nothing can be written, the row is unchanged
             if upd and (opts.detect_unchanged is False or any(
-                not same(*(fold(v, stored.get(c, "")) for v in (r[c], t[c]))) for c in check
+                not same(r[c], t[c]) for c in check
             )):
                 if not opts.updates(r, t):
                     stats.held_back += 1  # changed, but the condition keeps it as it is
@@ -409,9 +409,171 @@ def _fails(value, pair: tuple[str, str], engine: str) -> bool:
     return False
 
 
-def canonical(
-    rows: list[Row], columns: list[str], types: dict[str, str] | None = None
-) -> list[tuple]:
-    """Rows as a sorted list of value tokens: equal lists mean equal tables (as multisets).
-    `types` (column -> logical type) folds the values of NOCASE columns."""
-    return sorted((row_token(r, columns, types) for r in rows), key=repr)
+def canonical(rows: list[Row], columns: list[str]) -> list[tuple]:
+    """Rows as a sorted list of value tokens: equal lists mean equal tables (as multisets)."""
+    return sorted((row_token(r, columns) for r in rows), key=repr)
+
+
+# ------------------------------------------------------------------ strategy='history'
+# dbt snapshots' semantics with the package's checks (docs/history.md). The run's time is a
+# RunTime (later than every time the sources hold, and later for a later run); what the table
+# holds for it is mapped back by the tests. dbt_scd_id is a ScdId: the parts whose md5 it is.
+
+HISTORY_MODES = ("ignore", "invalidate", "new_record")
+META = ("dbt_scd_id", "dbt_updated_at", "dbt_valid_from", "dbt_valid_to", "dbt_is_deleted")
+
+
+#: source times from this year on are later than any run's time (the tests' "future" rows)
+FUTURE_YEAR = 2090
+
+
+@dataclass(frozen=True)
+class RunTime:
+    """The time of run `n` of a sequence: after earlier runs, and after every source time
+    before FUTURE_YEAR (and before every one from then on)."""
+
+    n: int
+
+    def __lt__(self, other):
+        if isinstance(other, RunTime):
+            return self.n < other.n
+        return other.year >= FUTURE_YEAR
+
+    def __gt__(self, other):
+        if isinstance(other, RunTime):
+            return self.n > other.n
+        return other.year < FUTURE_YEAR
+
+    def __le__(self, other):
+        return self == other or self < other
+
+    def __ge__(self, other):
+        return self == other or self > other
+
+
+@dataclass(frozen=True)
+class ScdId:
+    """md5 of the parts (each as the engine casts it to a string, NULL as ''), joined by '|'."""
+
+    parts: tuple
+
+
+@dataclass
+class HistoryOptions:
+    updated_at: str | None = "u"  # None: valid from the run's time (dbt's check strategy)
+    check_columns: list[str] | None = None  # None: every column without updated_at, else none
+    hard_deletes: str = "ignore"
+    late_rows: str = "hold"
+    max_delete_fraction: float = 0.5
+
+
+@dataclass
+class HistoryStats:
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    total: int = 0
+    held_back: int = 0
+    versions: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def _latest(a, b):
+    return a if a >= b else b
+
+
+def history_merge(
+    source: list[Row], table: list[Row] | None, key: list[str], columns: list[str],
+    opts: HistoryOptions, now: RunTime,
+) -> tuple[list[Row], HistoryStats]:
+    """One run of a history model: (the table's rows afterwards, the statistics), or MergeError
+    (kinds: null_key, duplicate_key, null_updated_at, late_row, mass_delete). `columns`: the
+    SELECT's columns; `table` None: the first build."""
+    kinds = ["null_key" for k in key if any(r[k] is None for r in source)]
+    if not kinds:
+        _, kinds = dedupe_errors("upsert", source, key, Options())
+    if not kinds and opts.updated_at:
+        kinds += ["null_updated_at"] * any(r[opts.updated_at] is None for r in source)
+    if kinds:
+        raise MergeError(kinds[0], "", tuple(kinds[1:]))
+    new_record = opts.hard_deletes == "new_record"
+
+    def start_of(r: Row):
+        return r[opts.updated_at] if opts.updated_at else now
+
+    def version(r: Row, at, updated) -> Row:
+        row = {c: r[c] for c in columns}
+        row.update(dbt_scd_id=ScdId((*(r[k] for k in key), at)), dbt_updated_at=updated,
+                   dbt_valid_from=at, dbt_valid_to=None)
+        if new_record:
+            row["dbt_is_deleted"] = "False"
+        return row
+
+    if table is None:
+        rows = [version(r, start_of(r), start_of(r)) for r in source]
+        return rows, HistoryStats(inserted=len(rows), total=len(rows), versions=len(rows))
+    compare = (columns if opts.check_columns == ["all"] else opts.check_columns) or (
+        [] if opts.updated_at else [c for c in columns if c not in key])
+    compare = [c for c in compare if c not in key]
+    rows = [dict(t) for t in table]
+    keyof = {id(t): tuple(t[k] for k in key) for t in rows}
+    current = {keyof[id(t)]: t for t in rows if t["dbt_valid_to"] is None}
+
+    def deleted(t: Row) -> bool:
+        return t.get("dbt_is_deleted") == "True"
+
+    stats = HistoryStats()
+    closes, opens, records = [], [], []
+    for r in source:
+        k = tuple(r[c] for c in key)
+        c, start = current.get(k), start_of(r)
+        if c is None:
+            ends = [t["dbt_valid_to"] for t in rows if keyof[id(t)] == k]
+            at = start if not ends or start > max(ends) else _latest(now, max(ends))
+            opens.append(version(r, at, start))
+            stats.inserted += 1
+        elif deleted(c):
+            at = start if start > c["dbt_valid_from"] else _latest(now, c["dbt_valid_from"])
+            closes.append((c, at))
+            opens.append(version(r, at, start))
+            stats.updated += 1
+        else:
+            own = c["dbt_updated_at"] if c["dbt_updated_at"] is not None else c["dbt_valid_from"]
+            differ = any(not same(r[col], c[col]) for col in compare)
+            late = start < own or (bool(compare) and start == own and differ)
+            changed = start > own and (differ or not compare)
+            if late:
+                stats.held_back += 1
+            elif changed:
+                at = _latest(start, c["dbt_valid_from"])
+                closes.append((c, at))
+                opens.append(version(r, at, start))
+                stats.updated += 1
+            else:
+                stats.unchanged += 1
+    keys = {tuple(r[c] for c in key) for r in source}
+    live = sum(not deleted(t) for t in current.values())
+    if opts.hard_deletes != "ignore":
+        for k, c in current.items():
+            if k not in keys and not deleted(c):
+                at = _latest(now, c["dbt_valid_from"])
+                closes.append((c, at))
+                stats.deleted += 1
+                if new_record:
+                    record = dict(c)
+                    record.update(dbt_scd_id=ScdId((c["dbt_scd_id"], at)), dbt_updated_at=at,
+                                  dbt_valid_from=at, dbt_valid_to=None, dbt_is_deleted="True")
+                    records.append(record)
+    if opts.late_rows == "fail" and stats.held_back:
+        raise MergeError("late_row")
+    if stats.deleted and stats.deleted > opts.max_delete_fraction * live:
+        raise MergeError("mass_delete")
+    for c, at in closes:
+        c["dbt_valid_to"] = at
+    rows += records + opens
+    stats.total = sum(t["dbt_valid_to"] is None for t in rows)
+    stats.versions = len(rows)
+    return rows, stats

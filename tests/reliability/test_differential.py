@@ -48,6 +48,7 @@ from dbt_helpers import run_dbt
 from suite_summary import record_cases
 
 from .cases import (
+    COLLATIONS,
     ERROR_EXCERPTS,
     INTERNAL_NAMES,
     MODES,
@@ -61,6 +62,7 @@ from .cases import (
     Table,
     generate_cases,
     scan_internal_names,
+    with_collations,
     with_conditions,
     with_dry_run,
     with_soft_delete,
@@ -213,6 +215,14 @@ def time_zone_cases() -> tuple[Case, ...]:
     """Every 4th case with a TIMESTAMP column, its timestamps made TIMESTAMP WITH TIME ZONE
     and run in another session time zone (see with_time_zones; DuckDB): a suite of its own."""
     return tuple(c for c in map(with_time_zones, all_cases()) if c is not None)[::4]
+
+
+@cache
+def collation_cases() -> tuple[Case, ...]:
+    """Every 8th case with a text column, its SELECT's text differing from the table's by case
+    or accent only, merged where DuckDB would compare text by a collation (see
+    with_collations): a suite of its own."""
+    return tuple(c for c in map(with_collations, all_cases()) if c is not None)[::8]
 
 
 @cache
@@ -430,7 +440,7 @@ def assert_table(got: Table | None, want: Table | None, what: str, mask: list[st
     assert got is not None, f"{what}: the table is missing"
     assert got.names == want.names, f"{what}: columns {got.names} != {want.names}"
     names = [n for n in want.names if n not in mask]
-    g, w = canonical(got.rows, names, want.types), canonical(want.rows, names, want.types)
+    g, w = canonical(got.rows, names), canonical(want.rows, names)
     if g != w:
         extra, missing = Counter(g) - Counter(w), Counter(w) - Counter(g)
         raise AssertionError(
@@ -728,6 +738,21 @@ def test_spark_soft_deletes_match_reference(spark, tmp_path_factory):
 
 def test_duckdb_time_zones_match_reference(tmp_path_factory):
     run_duckdb_suite("time_zones", time_zone_cases(), tmp_path_factory)
+
+
+def test_duckdb_collations_match_reference(tmp_path_factory):
+    run_duckdb_suite("collations", collation_cases(), tmp_path_factory)
+
+
+def test_collation_case_mix():
+    """The collation cases: each way DuckDB would compare text by a collation, keys and values
+    told apart only by case, merges and refusals."""
+    cases = collation_cases()
+    features = Counter(f for c in cases for f in c.features())
+    assert min(features[f"collation:{h}"] for h in COLLATIONS if h != "column") >= 3, features
+    assert features["types:key:str->nocase"] + features["types:value:str->nocase"] >= 3, features
+    kinds = Counter(expected_kind(c, "duckdb") for c in cases)
+    assert kinds["ok"] >= 15 and len(kinds) >= 5, kinds
 
 
 def test_time_zone_case_mix():

@@ -2,10 +2,11 @@
 run as Python calls on one connection instead of dbt models, against the same reference model.
 
 Every TABLE_EVERY-th unit of the DuckDB cases and every 4th case of the suites of conditions,
-soft deletes, dry runs and time zones, less what only dbt has: `--empty` runs and enforced
-contracts. A time-zone case runs on the connection set to its time zone, as the caller's own
-setting. Each case's SELECT is the query string given as the source, merged into the case's
-table three times, as the dbt suite runs its models: first with the case's mode (a plain merge or
+soft deletes, dry runs, time zones and collations, less what only dbt has: `--empty` runs and
+enforced contracts. A time-zone case runs on the connection set to its time zone, a collation
+case on the connection set to its default_collation, as the caller's own setting. Each case's
+SELECT is the query string given as the source, merged into the case's table three times, as
+the dbt suite runs its models: first with the case's mode (a plain merge or
 full_refresh=True), then plainly again, then (every 4th case) with full_refresh=True. After each
 call: the statistics of the result and the rows of the table equal the reference's, or the call
 raised MergeError with the catalogue's message (in the source's wording) and the table is as it
@@ -22,6 +23,7 @@ from .test_differential import (
     SCHEMA,
     Failure,
     all_cases,
+    collation_cases,
     condition_cases,
     dry_run_cases,
     finish,
@@ -44,7 +46,8 @@ def table_cases() -> tuple[Case, ...]:
         if not dbt_only(case):
             units[case.table].append(case)
     cases = [c for u in list(units.values())[::TABLE_EVERY] for c in u]
-    for suite in (condition_cases, soft_delete_cases, dry_run_cases, time_zone_cases):
+    for suite in (condition_cases, soft_delete_cases, dry_run_cases, time_zone_cases,
+                  collation_cases):
         cases += [c for c in suite() if not dbt_only(c)][::4]
     return tuple(cases)
 
@@ -71,11 +74,14 @@ def call(con, case: Case, mode: str):
 
     cfg = case.config(duck_quote)
     cfg.pop("pre_hook", None)
+    cfg.pop("post_hook", None)
     key = cfg.pop("unique_key")
     strategy = cfg.pop("strategy")
     source = f"{SCHEMA}_src.{duck_quote('s_' + case.id)}"
     if case.time_zone is not None:
         con.execute(f"set TimeZone = '{case.time_zone}'")
+    if case.collation is not None:
+        con.execute(f"set session default_collation = '{case.collation}'")
     try:
         result = merge_table(
             con, case.select(source, duck_quote, "random()"),
@@ -89,6 +95,8 @@ def call(con, case: Case, mode: str):
     finally:
         if case.time_zone is not None:
             con.execute("reset TimeZone")
+        if case.collation is not None:
+            con.execute("reset session default_collation")
     return result, None
 
 

@@ -9,9 +9,12 @@ transaction) comes from dbt_merge.duckdb.connection.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import threading
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -85,35 +88,72 @@ def merge_table(
         refusal = found.refusal()
         if refusal is not None:
             raise MergeError(prefix + refusal)
-        this = found.relation
-        macros = _macros(runner, config, this, full_refresh, fail)
-        cfg = macros.validate_merge_config()
-        if isinstance(source, str):
-            select, reader = _source_query(runner, source, prefix), None
-        else:
-            reader = _source_reader(runner, source, prefix)
-            select = reader.sql_query()
-        if runner.in_transaction():
-            raise ConnectionInUse("the connection has a transaction open", "open")
-        runner.begin()
-        began = True
-        try:
-            existing = None if found.kind == "nothing" else this
-            rebuild = existing is None or bool(full_refresh)
-            stats = macros.run_merge(cfg, this, existing, rebuild, select)
-            if existing is None and not stats.get("dry_run"):
-                _check_created(runner, connection, name, this, prefix)
-            if stats.get("dry_run"):
-                runner.rollback()
+        with _table_turn(runner, found.relation, dry_run=bool(config.get("dry_run"))):
+            # under the table's lock: what another merge made of the name meanwhile (created
+            # it, or its commit, which this merge's transaction begun after it then sees)
+            found = resolve_target(connection, name, read=runner.read)
+            refusal = found.refusal()
+            if refusal is not None:
+                raise MergeError(prefix + refusal)
+            this = found.relation
+            macros = _macros(runner, config, this, full_refresh, fail)
+            cfg = macros.validate_merge_config()
+            if isinstance(source, str):
+                select, reader = _source_query(runner, source, prefix), None
             else:
-                runner.commit()
-        except BaseException:
-            rolled_back = runner.rollback()
-            raise
+                reader = _source_reader(runner, source, prefix)
+                select = reader.sql_query()
+            if runner.in_transaction():
+                raise ConnectionInUse("the connection has a transaction open", "open")
+            runner.begin()
+            began = True
+            try:
+                existing = None if found.kind == "nothing" else this
+                rebuild = existing is None or bool(full_refresh)
+                stats = macros.run_merge(cfg, this, existing, rebuild, select)
+                if existing is None and not stats.get("dry_run"):
+                    _check_created(runner, connection, name, this, prefix)
+                if stats.get("dry_run"):
+                    runner.rollback()
+                else:
+                    runner.commit()
+            except BaseException:
+                rolled_back = runner.rollback()
+                raise
     except ConnectionInUse as error:
         raise MergeError(prefix + _in_use(error, began, rolled_back)) from None
     del reader  # what it registered is released with it
     return MergeResult.from_stats(stats)
+
+
+#: One lock per table of a database this process writes (see _table_turn).
+_TABLE_LOCKS: dict[tuple[str, str, str, str], threading.Lock] = {}
+_TABLE_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def _table_turn(runner: DuckDBRunner, relation: Relation, dry_run: bool) -> Iterator[None]:
+    """Merges into one table take turns, each from before its transaction begins until after
+    it commits (or rolls back), so each one's transaction sees the others' commits. DuckDB's
+    transactions see a snapshot: two merges on two cursors of one database, at once, would
+    each find a new key missing and both insert it (DuckDB validates no key of a table without
+    a PRIMARY KEY). A database file is opened for writing by one process only, so a lock of
+    this process per (database file, table) serializes every merge_table into that table; an
+    in-memory database has no file, and merges into tables of one name in two of them take
+    turns too (they only wait). A dry run writes nothing and reads its own snapshot: it does not
+    wait."""
+    if dry_run:
+        yield
+        return
+    rows = runner.read("select path from duckdb_databases() where database_name = ?",
+                       [relation.database])
+    path = os.path.realpath(rows[0][0]) if rows and rows[0][0] else ""
+    key = (path, *(str(p or "").lower() for p in (relation.database, relation.schema,
+                                                  relation.identifier)))
+    with _TABLE_LOCKS_GUARD:
+        lock = _TABLE_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        yield
 
 
 def _macros(

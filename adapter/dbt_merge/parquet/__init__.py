@@ -1,7 +1,21 @@
 """Merge into Parquet datasets (a folder of Parquet files, no catalog) with the package's plan,
-checks and statistics. See merge_parquet_dataset."""
+checks and statistics. See merge_parquet_dataset; dataset_files and read_dataset read a dataset
+as one merge left it, whatever merges publish meanwhile."""
 
-from dbt_merge.parquet.api import MergeReport, merge_parquet_dataset, run_merge
+from dbt_merge.parquet.api import (
+    MergeReport,
+    dataset_files,
+    merge_parquet_dataset,
+    read_dataset,
+    run_merge,
+)
 from dbt_merge.parquet.errors import ParquetMergeError
 
-__all__ = ["MergeReport", "ParquetMergeError", "merge_parquet_dataset", "run_merge"]
+__all__ = [
+    "MergeReport",
+    "ParquetMergeError",
+    "dataset_files",
+    "merge_parquet_dataset",
+    "read_dataset",
+    "run_merge",
+]

@@ -28,7 +28,7 @@ import datetime
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from dbt_merge.options import MergeOptions, merge_config
-from dbt_merge.parquet import commit, layout, schema, types
+from dbt_merge.parquet import commit, layout, paths, schema, types
 from dbt_merge.parquet import history as merge_history
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
@@ -48,7 +48,6 @@ from dbt_merge.result import MergeResult
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated
     from typing import Unpack
 
-GLOB_CHARACTERS = "*?[{"
 STAT_NAMES = ("inserted", "updated", "deleted", "unchanged", "total")
 DEFAULT_ROWS_PER_FILE = 1_000_000
 DEFAULT_ROW_GROUP_SIZE = 122_880
@@ -215,6 +214,10 @@ def run_merge(
             message = _api_wording(message)
         raise ParquetMergeError(prefix + message)
 
+    if strategy == "history":  # the dataset writer has no history write yet (docs/history.md)
+        fail("strategy 'history' is not supported on Parquet datasets yet: it merges into DuckDB "
+             "and Spark tables (merge_table, merge_dataframe, dbt models without a location). "
+             "The target was not changed.")
     config = merge_config(key_columns, strategy, options, refused=REFUSED, fail=fail)
     config.pop("file_format", None)
     full_refresh = bool(options.get("full_refresh"))
@@ -225,31 +228,15 @@ def run_merge(
             "in-memory connection that is gone when the call returns. Pass connection= (a "
             "connection to the database that keeps the history). The dataset was not changed."
         )
-    if "://" in os.fspath(target_path):
-        raise ParquetMergeError(
-            prefix + "target_path must be a local folder: object stores (s3://, gs://, ...) have "
-            "no atomic rename, so a merge there could leave rows missing or doubled if it "
-            "stopped halfway (see docs/parquet-datasets.md, Guarantees). The dataset was "
-            "not changed."
-        )
-    # the folder the path names, as the file system resolves it (symlinks, `..`): the swap
-    # replaces that folder, never a symlink on the way to it
-    root = Path(os.path.realpath(os.fspath(target_path)))
-
-    glob = sorted({ch for ch in str(root) if ch in GLOB_CHARACTERS})
-    if glob:
-        # refused before anything is written: DuckDB expands them in every read of the dataset
-        fail(
-            f"the dataset's path {str(root)!r} has a glob character ({' '.join(glob)}), which "
-            "DuckDB would expand when reading the dataset (every later merge, every reader). "
-            "Choose a path without * ? [ {. The target was not changed."
-        )
-    if root.exists() and not root.is_dir():
-        fail(
-            f"target_path {str(root)!r} is a file, not a folder: a dataset is a folder of "
-            "Parquet files (the first merge creates it). Name a folder. The target was not "
-            "changed."
-        )
+    # the folder the path names, as the file system resolves it (`~`, symlinks, `..`): the
+    # swap replaces that folder, never a symlink on the way to it; refused there: an object
+    # store, a path readers cannot glob, a file, another table format's table
+    try:
+        root = paths.resolve(target_path, fail)
+    except ParquetMergeError as e:
+        if str(e).startswith(prefix):
+            raise
+        raise ParquetMergeError(prefix + str(e)) from None
 
     settings = _check_options(
         compression, rows_per_file, row_group_size, config.pop("partition_by", None), fail
@@ -740,10 +727,15 @@ class _Merge:
 
     def _paths(self, files: list[str]) -> list[str]:
         for f in [str(self.root), *files]:
-            if any(ch in f for ch in "*?[{"):
+            if any(ch in f for ch in paths.GLOB_CHARACTERS):
                 self.fail(
                     f"'{f}' has a glob character (* ? [ {{) in its path, which DuckDB "
                     "would expand. Rename it."
+                )
+            if "\\" in f:
+                self.fail(
+                    f"'{f}' has a backslash in its path, which DuckDB's glob reads as an "
+                    "escape: readers of the dataset would not find that file. Rename it."
                 )
         return [str(self.root / f) for f in files]
 
@@ -837,7 +829,7 @@ class _Merge:
         )
         self.s.con.execute(f"create temporary view {target} as select * from {read}")
         self.s.created.append(("view", target))
-        key_match = self.m.key_match(plan["key_columns"], SRC, DST)
+        key_match = self.m.key_match(plan["key_columns"], SRC, DST, plan["compare"])
         # the macros' semantics: which target rows the merge considers (key not NULL, inside
         # incremental_predicates), the action of a matched pair (U, N, H, C, K), soft deletes
         considered = self.m.get("_target_rows_condition")(plan, False)
@@ -864,7 +856,8 @@ class _Merge:
             f"select {q.quote(action_col)}, count(*) from {matched} group by 1"
         )[1]:
             counts[action] = int(n)
-        key_list = ", ".join(q.quote(k) for k in plan["key_columns"])
+        # keys told apart byte for byte, as everywhere (compared_value)
+        key_list = self.m.compared_list(plan["compare"], plan["key_columns"])
         listed = ", ".join(q.literal(a) for a in q.MATCHED)
         matched_keys = self.s.one(
             f"select count(*) from (select distinct {key_list} from {matched}"
@@ -931,9 +924,10 @@ class _Merge:
                 else None
             ),
             now=self._now() if soft and soft["timestamp_column"] else None,
+            compared=self._compared(plan),
         )
         m_alias = "dbt_merge_matched"
-        matched_match = self.m.key_match(plan["key_columns"], m_alias, SRC)
+        matched_match = self.m.key_match(plan["key_columns"], m_alias, SRC, plan["compare"])
         matched_source = None
         if affected:
             matched_source = self.s.temp(
@@ -977,6 +971,14 @@ class _Merge:
         report.rows_written = sum(n for _, n in outputs)
         self._publish(report)
         report.dataset_files = len(files) - len(report.files_removed) + len(report.files_added)
+
+    def _compared(self, plan):
+        """compared_value of the plan, as a function (column, SQL expression) -> SQL: keys and
+        values judged byte for byte, whatever collation DuckDB would compare them by (the
+        connection's default_collation, a source column's COLLATE), also against the Parquet
+        statistics, which are in byte order."""
+        compare, macro = plan["compare"], self.m.get("compared_value")
+        return lambda column, expr: macro(compare, column, expr)
 
     def _free_name(self, base: str) -> str:
         """`base`, or `base (2)`, ...: a name no table or view of the connection has (the
@@ -1060,7 +1062,14 @@ class _Merge:
         ranges = self.s.temp("ranges", ranges_sql)
         found = self.s.query(
             q.candidate_files_sql(
-                ranges, source, file_col, [k.name for k in range_keys], lo, hi, part_keys
+                ranges,
+                source,
+                file_col,
+                [k.name for k in range_keys],
+                lo,
+                hi,
+                part_keys,
+                self._compared(plan),
             )
         )[1]
         hits = {r[0] for r in found}
@@ -1180,16 +1189,55 @@ class _Merge:
         self.deferred = publish
 
 
-def dataset_read_sql(target_path: str | os.PathLike) -> str:
-    """A relation over the dataset as it is (no merge), for a reader: every `*.parquet` under
-    it, with DuckDB's hive parsing (types guessed) when it has partition folders."""
-    root = Path(os.path.realpath(os.fspath(target_path)))
-    partitions = layout.partition_columns(commit.list_files(root), str(root))
-    pattern = q.literal(str(root) + "/**/*.parquet")
-    hive = "true" if partitions else "false"
-    return (
-        f"(select * from read_parquet({pattern}, union_by_name = true, hive_partitioning = {hive}))"
-    )
+@contextlib.contextmanager
+def dataset_files(target_path: str | os.PathLike) -> Iterator[list[str]]:
+    """The dataset's Parquet files (absolute paths, sorted), with no merge of the package
+    publishing into it until the block ends: read them inside the block, and the read is the
+    dataset as one merge left it, never part of one state and part of another. A glob of
+    `target_path/**/*.parquet` taken while a merge publishes may not be (DuckDB skips a listed
+    file that is gone when it looks at it; see docs/parquet-datasets.md, Readers). A merge
+    waits to publish until such blocks end. `target_path` is resolved as the merge resolves it
+    (`~`, symlinks, `..`)."""
+    root = Path(os.path.realpath(os.path.expanduser(os.fspath(target_path))))
+    with commit.dataset_files(root) as files:
+        yield files
+
+
+def read_dataset(
+    target_path: str | os.PathLike,
+    *,
+    connection: duckdb.DuckDBPyConnection | None = None,
+    hive_types: dict[str, str] | None = None,
+):
+    """The dataset's rows as a PyArrow table, read inside dataset_files (one state of the
+    dataset, whatever merges publish meanwhile), union_by_name over its files. Partition
+    columns come from the folders below `target_path` only (a `k=v` folder above it is no
+    column), typed by `hive_types` ({column: DuckDB type}; VARCHAR otherwise: folder names
+    carry no type). `connection`: the DuckDB connection to read with (default: a private
+    one). A folder without Parquet files is refused."""
+    con = connection or duckdb.connect()
+    try:
+        with dataset_files(target_path) as files:
+            if not files:
+                raise ParquetMergeError(
+                    f"dbt_merge: dataset '{target_path}': it holds no Parquet file to read."
+                )
+            root = os.path.realpath(os.path.expanduser(os.fspath(target_path)))
+            rels = [os.path.relpath(f, root).replace(os.sep, "/") for f in files]
+            partitions = layout.partition_columns(rels, root)
+            hive = None
+            if partitions:
+                wanted = {k.lower(): v for k, v in (hive_types or {}).items()}
+                types = {p: wanted.get(p.lower(), "VARCHAR") for p in partitions}
+                values = {
+                    f: layout.partition_values(r, partitions)
+                    for f, r in zip(files, rels, strict=True)
+                }
+                hive = q.Hive(types, values)
+            return con.sql(f"select * from {q.read_files(files, hive)}").to_arrow_table()
+    finally:
+        if connection is None:
+            con.close()
 
 
 def _sibling(path: str, name: str) -> str:

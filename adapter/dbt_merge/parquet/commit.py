@@ -4,7 +4,10 @@ The commit protocol, whole:
 
 1. A lock (`flock`) on `<parent>/.<name>.dbt_merge/lock` serializes writers of one dataset.
    Everything else in that work folder is scratch: whatever a killed merge left there is
-   deleted by the next merge, under the lock, before it starts.
+   deleted by the next merge, under the lock, before it starts. The work folder is outside
+   every dataset a reader may glob: for a folder of hive partitions (`sales/d=1`, `k=v` names)
+   it is next to the outermost folder above them (`.sales.dbt_merge` beside `sales`), whose
+   readers of `sales/**/*.parquet` would otherwise read the work files (work_dir).
 2. New files are written into the work folder, never into the dataset.
 3. The directory holding every change (layout.plan_swap) is rebuilt in the work folder: hard
    links to each file that stays (no data is copied), plus the new files.
@@ -15,7 +18,9 @@ The commit protocol, whole:
 5. One `renameat2(RENAME_EXCHANGE)` (macOS: `renamex_np(RENAME_SWAP)`) swaps the rebuilt
    directory with the live one. A directory that did not exist yet (a new partition, a new
    dataset) is instead renamed into place. This is the commit: before it the live dataset is
-   the old one, after it the new one, and no state in between ever exists on disk.
+   the old one, after it the new one, and no state in between ever exists on disk. Steps 4
+   and 5 hold the publish lock (`publish.lock` in the work folder) exclusively: readers that
+   take it shared (dataset_files) never see a swap while they list and read.
 6. The old directory, now in the work folder, is deleted.
 
 A dry run takes the lock shared, and only when it exists: it creates nothing.
@@ -25,9 +30,12 @@ point leaves the dataset as it was before step 5 or as it is after it, and the n
 starts from there. New files and the rebuilt directories are fsynced before the swap and the
 parent directory after it, so this also holds across a power loss (with `durable=True`).
 
-What it does not give: isolation for a reader that lists the files *while* the swap happens.
-Such a reader may find a file gone (an error, not a wrong answer) and, in a dataset with
-partition folders, may list some folders before the swap and others after it.
+What it does not give: isolation for a reader that globs the files *while* the swap happens
+without taking the publish lock. DuckDB lists a folder's names, then looks at each by its path:
+a name of the old folder that the new one lacks (a rewritten file) is then skipped, silently,
+so such a reader may get the rows of the unchanged files only; in a dataset with partition
+folders it may list some folders before the swap and others after it. dataset_files gives
+readers the lock.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import ctypes
 import errno
 import fcntl
 import os
+import re
 import shutil
 import sys
 import uuid
@@ -54,9 +63,28 @@ def checkpoint(name: str) -> None:
     process to kill that process exactly there."""
 
 
+_HIVE_FOLDER = re.compile(r"^[^=/]+=[^/]*$")
+
+
 def work_dir(root: Path) -> Path:
-    """The dataset's work folder: next to it, hidden, on the same file system."""
-    return root.parent / f".{root.name}.dbt_merge"
+    """The dataset's work folder: hidden, on the same file system, outside every dataset a
+    reader may glob. Next to the dataset, or, when the dataset is a partition folder of a
+    larger one (its name and its parents' are `k=v`), next to the outermost folder above those
+    (`sales/d=1` -> `.sales.dbt_merge` beside `sales`): inside `sales`, a reader of
+    `sales/**/*.parquet` would read its work files (the new files, the swapped-out old
+    folder). Merges into `sales` and into any of its partition folders share it, and so take
+    turns."""
+    top = root
+    while _HIVE_FOLDER.match(top.name) and top.parent != top and top.parent.name:
+        top = top.parent
+    return top.parent / f".{top.name}.dbt_merge"
+
+
+def _old_work_dir(root: Path) -> Path | None:
+    """The work folder an earlier release kept next to a partition folder, inside the larger
+    dataset (see work_dir), when that differs from today's: None otherwise."""
+    old = root.parent / f".{root.name}.dbt_merge"
+    return None if old == work_dir(root) else old
 
 
 @dataclass
@@ -112,6 +140,7 @@ def transaction(
         try:
             for leftover in work.glob("tx-*"):
                 shutil.rmtree(leftover, ignore_errors=True)
+            _clear_old_work_dir(root)
             tx = Transaction(root, work, tx_id)
             tx.folder.mkdir()
             try:
@@ -120,6 +149,34 @@ def transaction(
                 shutil.rmtree(tx.folder, ignore_errors=True)
         finally:
             fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def _clear_old_work_dir(root: Path) -> None:
+    """Delete what a merge of an earlier release left in its work folder inside a larger
+    dataset (_old_work_dir), under that folder's lock: readers of the larger dataset would read
+    its files. The folder itself goes once empty."""
+    old = _old_work_dir(root)
+    if old is None or not old.is_dir():
+        return
+    with open(old / "lock", "a+") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            for leftover in old.glob("tx-*"):
+                shutil.rmtree(leftover, ignore_errors=True)
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+@contextmanager
+def dataset_files(root: Path) -> Iterator[list[str]]:
+    """Every data file of the dataset at `root` (absolute paths), with no merge of the package
+    publishing until the block ends: read them inside it, and the read is the dataset before
+    a merge or after it, never a mix (a glob of `root/**/*.parquet` taken while a merge
+    publishes may not be: see the module). The publish lock is taken shared; when no merge of
+    the package ever ran there, there is none to take."""
+    with _shared_lock(work_dir(root) / "publish.lock"):
+        yield [str(root / rel) for rel in list_files(root)]
 
 
 @contextmanager
@@ -182,13 +239,19 @@ def publish(
     if durable:
         _fsync_dirs(staged)
     checkpoint("before_swap")
-    if listed is not None:
-        _refuse_other_writes(tx.root, live, listed, mirrored)
-    if plan.mode == "exchange":
-        exchange(staged, live)
-    else:
-        live.parent.mkdir(parents=True, exist_ok=True)
-        os.rename(staged, live)
+    with open(tx.work / "publish.lock", "a+") as lock:
+        # readers holding it shared (dataset_files) finish first; none starts meanwhile
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            if listed is not None:
+                _refuse_other_writes(tx.root, live, listed, mirrored)
+            if plan.mode == "exchange":
+                exchange(staged, live)
+            else:
+                live.parent.mkdir(parents=True, exist_ok=True)
+                os.rename(staged, live)
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
     checkpoint("after_swap")
     if durable:
         _fsync_dir(live.parent)

@@ -21,14 +21,15 @@ import atexit
 import itertools
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from dbt_merge import version
-from dbt_merge.parquet import layout
+from dbt_merge.parquet import commit, layout, paths
 from dbt_merge.parquet import sql as q
-from dbt_merge.parquet.api import MergeReport, Pending, dataset_read_sql, run_merge
+from dbt_merge.parquet.api import MergeReport, Pending, run_merge
 from dbt_merge.parquet.errors import ParquetMergeError
 
 RESULT_COLUMNS = (
@@ -83,12 +84,20 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
         _write_result(con, args["result"], (mismatch, *[None] * 11))
         return
     _abandon(args.get("invocation_id") or "", args["location"])
-    if args.get("skipped"):
-        # --empty / --sample: the dataset is left as it is; the view reads it as it is
-        read_sql = dataset_read_sql(args["location"])
-        row = (None, None, None, None, None, None, read_sql, args["skipped"], None, None)
-        row += (None, None)
-        _write_result(con, args["result"], row)
+    try:
+        root = _checked_location(args)
+        if args.get("skipped"):
+            # --empty / --sample: the dataset is left as it is; the view reads it as it is
+            read_sql = _dataset_view_sql(con, root, args["sql"])
+            row = (None, None, None, None, None, None, read_sql, args["skipped"], None, None)
+            row += (None, None)
+            _write_result(con, args["result"], row)
+            return
+    except ParquetMergeError as e:
+        _write_result(con, args["result"], (str(e), *[None] * 11))
+        return
+    except duckdb.Error as e:
+        _write_result(con, args["result"], (f"{type(e).__name__}: {e}", *[None] * 11))
         return
     try:
         options = {k: args[k] for k in PASSED if args.get(k) is not None}
@@ -122,6 +131,65 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
     except duckdb.Error as e:
         row = (f"{type(e).__name__}: {e}", *[None] * 11)
     _write_result(con, args["result"], row)
+
+
+def _checked_location(args: dict[str, Any]) -> Path:
+    """The dataset's folder (as run_merge resolves it; refused there: a path readers cannot
+    glob, a file, another table format's table), refused when another `location` model's
+    folder is it, holds it or lies in it, or when this process sees Parquet files in it and the
+    macros' look did not (or the reverse): is_incremental() shaped the SELECT by that look."""
+
+    def fail(message: str) -> None:
+        raise ParquetMergeError(message)
+
+    root = paths.resolve(args["location"], fail)
+    others = [(o["model"], o["location"]) for o in args.get("other_locations") or []]
+    clash = paths.same_or_nested(root, others)
+    if clash is not None:
+        name, other, how = clash
+        where = {
+            "is": f"location '{root}' is also the location of model '{name}'",
+            "holds": f"location '{root}' lies inside the location of model '{name}' ({other})",
+            "is inside": f"location '{root}' holds the location of model '{name}' ({other})",
+        }[how]
+        fail(
+            f"{where}: one model's merges would read the other's files as rows of its own, and "
+            "rewrite or delete them (an upsert overwrites them, a full_merge deletes them). "
+            "Give each model a folder of its own, neither inside the other. The target was not "
+            "changed."
+        )
+    files = commit.list_files(root)
+    if bool(files) != bool(args.get("has_files")):
+        fail(
+            f"DuckDB and the file system disagree on whether '{root}' holds Parquet files: "
+            f"DuckDB's glob of '<location>/**/*.parquet' (which is_incremental() reads) found "
+            f"{'some' if args.get('has_files') else 'none'}, the folder holds {len(files)}. The "
+            "model's SELECT may have been shaped for the other answer, so nothing was merged. "
+            "Usual causes: a symlinked folder inside the dataset (DuckDB's glob follows it), "
+            "DuckDB's file_search_path for a relative location. Name the folder by its full "
+            "path, without symlinks inside it. The target was not changed."
+        )
+    return root
+
+
+def _dataset_view_sql(con: Any, root: Path, sql: str) -> str:
+    """The model's view over the dataset as it is (the --empty / --sample skip), shaped as a
+    merge leaves it (read_dataset): exactly the dataset's columns, so no `k=v` folder above it
+    is one, and its partition columns typed as the SELECT types them (folder names carry no
+    type: '7' of a VARCHAR column would be read as a number)."""
+    files = commit.list_files(root)
+    partitions = layout.partition_columns(files, str(root))
+    relation = con.sql(sql)
+    named = zip(relation.columns, relation.types, strict=True)
+    select_types = {name.lower(): str(dtype) for name, dtype in named}
+    hive_types = {p: select_types.get(p.lower(), "VARCHAR") for p in partitions}
+    hive = None
+    if partitions:
+        values = {str(root / f): layout.partition_values(f, partitions) for f in files}
+        hive = q.Hive(hive_types, values)
+    read = q.read_files([str(root / f) for f in files], hive)
+    columns = [r[0] for r in con.execute(f"describe select * from {read}").fetchall()]
+    return q.read_dataset(str(root), hive_types or None, columns)
 
 
 def _new_state_sql(report: MergeReport) -> str:
@@ -179,7 +247,7 @@ def _abandon(invocation: str, location: str) -> None:
 
 
 def _root(location: str) -> str:
-    return os.path.realpath(os.fspath(location))  # as run_merge resolves it
+    return os.path.realpath(os.path.expanduser(os.fspath(location)))  # as run_merge has it
 
 
 @atexit.register

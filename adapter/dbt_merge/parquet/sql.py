@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 SRC = "DBT_INTERNAL_SOURCE"
 DST = "DBT_INTERNAL_DEST"
@@ -199,24 +200,35 @@ def candidate_files_sql(
     lo: list[str],
     hi: list[str],
     partition_keys: Sequence[str],
+    compared=None,
 ) -> str:
     """The files that may hold a key of `source`: a row group whose range of every range key
     holds the source key (and whose partition values equal it). Row groups without
     statistics for the first range key are joined on the rest only. `ranges` holds the
-    columns of row_group_ranges_sql plus one column per partition key, named as the key."""
+    columns of row_group_ranges_sql plus one column per partition key, named as the key.
+    `compared(column, expr)`: the value as the merge compares it (the macros' compared_value:
+    byte order, as the statistics are, whatever collation the connection has)."""
+    c = compared or (lambda column, expr: expr)
     r, s = "dbt_merge_ranges", SRC
-    equal = [f"{r}.{quote(p)} = {s}.{quote(p)}" for p in partition_keys]
-    residual = [
-        f"({r}.{quote(lo_)} is null or {s}.{quote(k)} >= {r}.{quote(lo_)})"
-        f" and ({r}.{quote(hi_)} is null or {s}.{quote(k)} <= {r}.{quote(hi_)})"
-        for k, lo_, hi_ in zip(range_keys[1:], lo[1:], hi[1:], strict=True)
-    ]
+    equal = [f"{c(p, f'{r}.{quote(p)}')} = {c(p, f'{s}.{quote(p)}')}" for p in partition_keys]
+    residual = []
+    for k, lo_, hi_ in zip(range_keys[1:], lo[1:], hi[1:], strict=True):
+        key, low, high = c(k, f"{s}.{quote(k)}"), f"{r}.{quote(lo_)}", f"{r}.{quote(hi_)}"
+        residual.append(
+            f"({low} is null or {key} >= {c(k, low)}) and ({high} is null or {key} <= {c(k, high)})"
+        )
     f = f"{r}.{quote(file_column)}"
     if not range_keys:
         on = " and ".join(equal) or "true"
         return f"select distinct {f} from {ranges} as {r} join {source} as {s} on {on}"
     k0, lo0, hi0 = quote(range_keys[0]), quote(lo[0]), quote(hi[0])
-    bounded = [f"{s}.{k0} >= {r}.{lo0}", f"{s}.{k0} <= {r}.{hi0}", *equal, *residual]
+    key0 = c(range_keys[0], f"{s}.{k0}")
+    bounded = [
+        f"{key0} >= {c(range_keys[0], f'{r}.{lo0}')}",
+        f"{key0} <= {c(range_keys[0], f'{r}.{hi0}')}",
+        *equal,
+        *residual,
+    ]
     unbounded = [*equal, *residual] or ["true"]
     return (
         f"select distinct {f} from {ranges} as {r} join {source} as {s}"
@@ -320,6 +332,7 @@ class Images:
     soft_delete: str | None = None  # the soft-delete column (target name)
     soft_delete_timestamp: str | None = None
     now: str | None = None  # the merge's time (SQL), one for every file it rewrites
+    compared: Any = None  # (column, SQL) -> SQL: the macros' compared_value (byte for byte)
 
     def _dest(self, col: Column) -> str:
         return self.dest_values.get(col.name.lower(), f"{DST}.{quote(col.name)}")
@@ -353,8 +366,10 @@ class Images:
     def moved(self) -> str | None:
         """True for an updated row whose partition values change (it moves to another folder)."""
         update_lower = {c.lower() for c in self.update_columns}
+        c = self.compared or (lambda column, expr: expr)
         parts = [
-            f"{SRC}.{quote(self.source_names[p.lower()])} is distinct from {DST}.{quote(p)}"
+            f"{c(p, f'{SRC}.{quote(self.source_names[p.lower()])}')}"
+            f" is distinct from {c(p, f'{DST}.{quote(p)}')}"
             for p in self.partitions
             if p.lower() in update_lower
         ]

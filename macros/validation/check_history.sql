@@ -1,0 +1,103 @@
+{#-
+  strategy='history': the checks of its own, before anything is written (the SELECT's keys were
+  checked by check_source_rows: present, not NULL, unique or deduplicated by dedup_order_by).
+-#}
+
+{#- The SELECT's updated_at is never NULL: a version without a start cannot be placed in its
+    key's history (dbt snapshots write it with a NULL dbt_valid_from). -#}
+{% macro check_history_source(plan) %}
+  {% if not plan.history.updated_at %}
+    {{ return(none) }}
+  {% endif %}
+  {% set src = 'DBT_INTERNAL_SOURCE' %}
+  {% set row = dbt_merge.run_sql('select count(*), min(' ~ dbt_merge._history_key_text(plan, src) ~ ') from '
+      ~ (plan.deduped or plan.stage) ~ ' as ' ~ src ~ ' where ' ~ src ~ '.'
+      ~ dbt_merge.quote_identifier(plan.history.updated_at) ~ ' is null', 'dbt_merge_check').rows[0] %}
+  {% if row[0] | int > 0 %}
+    {{ dbt_merge.raise_merge_error("updated_at column '" ~ plan.history.updated_at ~ "' is NULL in " ~ row[0] | int
+        ~ " row(s) of the model's SELECT, e.g. (" ~ plan.key_columns | join(', ') ~ ") = (" ~ row[1] ~ "): a version "
+        ~ "is valid from its updated_at, so it must have one. Filter those rows out or coalesce the column in the "
+        ~ "SELECT. The target was not changed.") }}
+  {% endif %}
+{% endmacro %}
+
+{#- The key of the row aliased `alias`, as text ('1, a'), for a message. -#}
+{% macro _history_key_text(plan, alias) %}
+  {%- set parts = [] -%}
+  {%- for key in plan.key_columns -%}
+    {%- do parts.append('cast(' ~ alias ~ '.' ~ dbt_merge.quote_identifier(key) ~ ' as string)') -%}
+  {%- endfor -%}
+  {{ return("concat_ws(', ', " ~ parts | join(', ') ~ ")") }}
+{% endmacro %}
+
+{#-
+  The table's history is sound, read in one pass over its versions (a window by key, in the
+  order of dbt_valid_from): no key (not NULL) has more than one current version, no version has
+  no dbt_valid_from or ends before it starts, and none overlaps the next version of its key (a
+  current version is followed by none). Refused naming a key, never repaired: two current
+  versions are what two colliding snapshot runs leave (dbt-core #4661, #11747), and a merge on
+  top of them would close or extend the wrong one. The whole table is read, whatever
+  incremental_predicates say: a key's versions may straddle them.
+  Returns {versions (the table's rows), current (its current versions), live (current versions
+  the merge considers that are not deletion records: the base of max_delete_fraction), closed
+  (keys whose last version is closed: a key the SELECT brings back after hard_deletes)}.
+-#}
+{% macro check_history_target(plan) %}
+  {% set h = plan.history %}
+  {% set n = plan.names %}
+  {% set dst = 'DBT_INTERNAL_DEST' %}
+  {% set q = dbt_merge.quote_identifier %}
+  {% set vf, vt = q(h.cols.dbt_valid_from), q(h.cols.dbt_valid_to) %}
+  {% set cur, nxt, live, scope, bad, count = q(n.current), q(n.next), q(n.live), q(n.scope), q(n.bad), q(n.rows) %}
+  {% set has_key = [] %}
+  {% for key in plan.key_columns %}
+    {% do has_key.append(dst ~ '.' ~ q(key) ~ ' is not null') %}
+  {% endfor %}
+  {% set keys = dbt_merge.column_list(plan.key_columns) %}
+  {#- versions of one key, told apart byte for byte (compared_value) -#}
+  {% set groups = dbt_merge.compared_list(plan.compare, plan.key_columns) %}
+  {% set considered = dbt_merge._target_rows_condition(plan, false) %}
+  {% set rows = dbt_merge.run_sql(
+      "select count(*), coalesce(sum(" ~ cur ~ "), 0),
+         coalesce(sum(case when " ~ scope ~ " = 1 and " ~ cur ~ " = 1 and " ~ live ~ " = 1 then 1 else 0 end), 0),
+         coalesce(sum(case when " ~ count ~ " > 1 and " ~ cur ~ " = 1 then 1 else 0 end), 0),
+         min(case when " ~ count ~ " > 1 then " ~ dbt_merge._history_key_text(plan, 'DBT_INTERNAL_DEST') ~ " end),
+         coalesce(sum(case when " ~ count ~ " <= 1 and " ~ bad ~ " = 1 then 1 else 0 end), 0),
+         min(case when " ~ count ~ " <= 1 and " ~ bad ~ " = 1 then " ~ dbt_merge._history_key_text(plan, 'DBT_INTERNAL_DEST') ~ " end),
+         coalesce(sum(case when " ~ bad ~ " = 0 and " ~ nxt ~ " is null and " ~ cur ~ " = 0 then 1 else 0 end), 0)
+       from (
+         select " ~ keys ~ ", " ~ cur ~ ", " ~ live ~ ", " ~ scope ~ ", " ~ count ~ ", " ~ nxt ~ ",
+           case when " ~ has_key | join(' and ') ~ " and (" ~ vf ~ " is null
+                  or (" ~ cur ~ " = 0 and " ~ vt ~ " < " ~ vf ~ ")
+                  or (" ~ nxt ~ " is not null and (" ~ cur ~ " = 1 or " ~ vt ~ " > " ~ nxt ~ ")))
+                then 1 else 0 end as " ~ bad ~ "
+         from (
+           select " ~ keys ~ ", " ~ vf ~ ", " ~ vt ~ ", " ~ cur ~ ", " ~ live ~ ", " ~ scope ~ ",
+             lead(" ~ vf ~ ") over (partition by " ~ groups ~ " order by " ~ vf ~ " asc nulls first, " ~ vt ~ " asc nulls last) as " ~ nxt ~ ",
+             sum(case when " ~ has_key | join(' and ') ~ " then " ~ cur ~ " else 0 end) over (partition by " ~ groups ~ ") as " ~ count ~ "
+           from (
+             select " ~ dbt_merge.column_list(plan.key_columns, dst) ~ ", " ~ dst ~ "." ~ vf ~ ", " ~ dst ~ "." ~ vt ~ ",
+               case when " ~ dbt_merge.history_current(plan, dst) ~ " then 1 else 0 end as " ~ cur ~ ",
+               case when " ~ dbt_merge.history_deleted(plan, dst) ~ " then 0 else 1 end as " ~ live ~ ",
+               case when " ~ considered ~ " then 1 else 0 end as " ~ scope ~ "
+             from " ~ plan.target ~ " as " ~ dst ~ "
+           ) as " ~ dst ~ "
+         ) as " ~ dst ~ "
+       ) as " ~ dst, 'dbt_merge_check').rows %}
+  {% set row = rows[0] %}
+  {% set key_names = '(' ~ plan.key_columns | join(', ') ~ ')' %}
+  {% if row[3] | int > 0 %}
+    {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " holds more than one current version (" ~ h.cols.dbt_valid_to
+        ~ (" NULL" if not h.valid_to_current else " NULL or dbt_valid_to_current") ~ ") of some keys (" ~ row[3] | int
+        ~ " rows), e.g. " ~ key_names ~ " = (" ~ row[4] ~ "): the merge cannot tell which version to close. Close the "
+        ~ "extra versions (set their " ~ h.cols.dbt_valid_to ~ ") or delete them; the test dbt_merge.current_unique "
+        ~ "lists them. The target was not changed.") }}
+  {% endif %}
+  {% if row[5] | int > 0 %}
+    {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[5] | int ~ " version(s) whose validity "
+        ~ "(" ~ h.cols.dbt_valid_from ~ " to " ~ h.cols.dbt_valid_to ~ ") overlaps the next version of the key, ends before it "
+        ~ "starts, or has no start, e.g. " ~ key_names ~ " = (" ~ row[6] ~ "): a new version would extend a wrong history. "
+        ~ "Repair those versions; the test dbt_merge.current_unique lists them. The target was not changed.") }}
+  {% endif %}
+  {{ return({'versions': row[0] | int, 'current': row[1] | int, 'live': row[2] | int, 'closed': row[7] | int}) }}
+{% endmacro %}
