@@ -139,8 +139,8 @@
     {#- equality deletes (another engine's): the live rows are known only to a scan -#}
     {% set refusal = '' %}
   {% elif kind == 'v3' and before.lineage_missing > 0 %}
-    {% set refusal = before.lineage_missing ~ ' of its data files have no row lineage (written before the table '
-        ~ 'became format version 3), so a commit cannot tell a copied row from a new one' %}
+    {% set refusal = before.lineage_missing ~ ' of its files have no row lineage or are position deletes of a whole '
+        ~ 'partition (written before the table became format version 3), so its commit cannot be counted exactly' %}
   {% elif plan.strategy == 'full_merge' and plan.full_merge_write != 'merge'
           and (plan.source_rows | int) * 2 < (record.rows if claimed else before.live) %}
     {#- (full_merge: v3 only) a full_merge whose SELECT has fewer than half the table's rows
@@ -438,11 +438,15 @@
 {#- A v3 table's snapshot `pinned`, in one statement: {live: its live rows (none with equality
     deletes), lineage_missing: how many of its data files have no row lineage (written before the
     table became format version 3: a copy-on-write MERGE copies their rows without it, a
-    merge-on-read one writes their updated rows without it, and either would be counted new)},
-    or none when the snapshot is gone. -#}
+    merge-on-read one writes their updated rows without it, and either would be counted new),
+    or are position deletes scoped to a whole partition (format 2's, before Iceberg 1.8: the
+    snapshot summary's live rows are then not the table's; red team, a format 2 table upgraded
+    to 3 reported deleted=1 for an upsert that deleted nothing)}, or none when the snapshot is
+    gone. -#}
 {% macro _read_snapshot(plan, pinned) %}
   {% set rows = dbt_merge.run_sql('select ' ~ dbt_merge._summary_columns_sql('s') ~ ', (select count(*) from '
-      ~ plan.target ~ '.files version as of ' ~ pinned ~ ' where content = 0 and first_row_id is null) from '
+      ~ plan.target ~ '.files version as of ' ~ pinned ~ ' where (content = 0 and first_row_id is null) '
+      ~ 'or (content = 1 and referenced_data_file is null)) from '
       ~ plan.target ~ '.snapshots as s where s.snapshot_id = ' ~ pinned, 'dbt_merge_describe').rows %}
   {% if not rows %}
     {{ return(none) }}
@@ -470,7 +474,8 @@
     the table as committed, not as a cache holds it): {fields: the key columns' field ids now
     (_key_fields_sql),
     refs: {name: {snapshot, parent, operation, manifest_list, mark, added_records, added_deletes,
-    removed_deletes, live}}} for `main`, every branch named dbt_merge_... and, under '', the
+    removed_deletes, live}}} for `main`, every branch named dbt_merge_... (a tag of such a name is
+    someone else's: never read nor dropped) and, under '', the
     snapshot the run started from (`pinned`). `mark`: the commit's value of the Python door's
     snapshot summary key (dbt_merge_branches.mark_key), else none. -#}
 {% macro _branch_state(plan, branch, pinned) %}
@@ -478,7 +483,7 @@
   {% set rows = dbt_merge.run_sql('select r.name, cast(r.snapshot_id as string), cast(s.parent_id as string), '
       ~ 's.operation, s.manifest_list, ' ~ (('s.summary[' ~ dbt_merge._sql_string(mark_key) ~ ']') if mark_key else 'null')
       ~ ', ' ~ dbt_merge._key_fields_sql(plan) ~ ', ' ~ dbt_merge._summary_columns_sql('s')
-      ~ ' from (select name, snapshot_id from ' ~ plan.target ~ ".refs where name = 'main' or left(name, 10) = 'dbt_merge_' "
+      ~ ' from (select name, snapshot_id from ' ~ plan.target ~ ".refs where name = 'main' or (left(name, 10) = 'dbt_merge_' and type = 'BRANCH') "
       ~ "union all select '' as name, " ~ pinned ~ ' as snapshot_id) as r left join ' ~ plan.target
       ~ '.snapshots as s on s.snapshot_id = r.snapshot_id', 'dbt_merge_describe').rows %}
   {% set refs = {} %}

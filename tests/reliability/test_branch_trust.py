@@ -158,6 +158,65 @@ def test_a_cache_loaded_before_the_commit_never_hides_it(spark, monkeypatch):
         assert branches(spark, table) == []
 
 
+@pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
+def test_another_sessions_commit_before_the_run_is_seen(spark, mode):
+    """Red team (round 5, F1): session B (its own Iceberg catalog cache, as another job's) updates
+    row 1 and deletes row 2 after session A loaded the table; A then merges the old values. Seen
+    failing before the run reloaded its target: 'unchanged 2', nothing written, B's values kept
+    (merge-on-read on the write-once path, copy-on-write on the passes). Now: both rows written
+    back, counted as an update and an insert."""
+    from dbt_merge.spark import merge_dataframe
+
+    props = {"write.merge.mode": mode, "write.update.mode": mode, "write.delete.mode": mode}
+    table = make(spark, f"stale_{mode[0]}", [(1, "a"), (2, "b")], props)
+    merge_dataframe(spark.createDataFrame([(3, "c")], COLUMNS), table, key_columns="id")
+    other = spark.newSession()
+    other.sql(f"update {table} set name = 'CHANGED' where id = 1")
+    other.sql(f"delete from {table} where id = 2")
+    result = merge_dataframe(spark.createDataFrame([(1, "a"), (2, "b")], COLUMNS), table,
+                             key_columns="id")
+    assert counts(result) == (1, 1, 0, 0, 3), result
+    assert rows_of(spark, table) == [(1, "a"), (2, "b"), (3, "c")]
+    assert branches(spark, table) == []
+
+
+def test_a_tag_named_like_a_package_branch_is_not_ours(spark):
+    """Red team (round 5, F3): a tag named like a day-old package branch. Seen failing: Iceberg's
+    raw 'is a tag not a branch' after the MERGE, and every later run the same. Now the merge
+    publishes and counts, and the tag stays."""
+    from dbt_merge.spark import merge_dataframe
+
+    table = make(spark, "tagged", [(1, "a"), (2, "b")])
+    tag = "dbt_merge_20200101000000_aaaaaaaaaaaa"
+    spark.sql(f"alter table {table} create tag {tag} as of version {main_snapshot(spark, table)}")
+    for source, expected in (([(1, "A"), (3, "c")], (1, 1, 0, 0, 3)),
+                             ([(4, "d")], (1, 0, 0, 0, 4))):
+        result = merge_dataframe(spark.createDataFrame(source, COLUMNS), table, key_columns="id")
+        assert counts(result) == expected, result
+    assert rows_of(spark, table) == [(1, "A"), (2, "b"), (3, "c"), (4, "d")]
+    assert branches(spark, table) == [tag]
+
+
+def test_a_wap_branch_set_while_the_run_writes_its_branch(spark, monkeypatch):
+    """Red team (round 5, F4): another thread sets spark.wap.branch (write.wap.enabled) just as
+    the run's MERGE into its branch starts. Seen failing: Iceberg's raw 'Cannot write to both
+    branch and WAP branch'. Now the package's message; table and branches as they were."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+
+    table = make(spark, "wap_late", [(1, "a"), (2, "b")],
+                 {**MOR, "write.wap.enabled": "true"})
+    on_statement(monkeypatch, into_branch,
+                 lambda sql: spark.conf.set("spark.wap.branch", "audit"))
+    try:
+        with pytest.raises(MergeError, match="the session set spark.wap.branch while this call"):
+            merge_dataframe(spark.createDataFrame([(1, "A"), (3, "c")], COLUMNS), table,
+                            key_columns="id")
+    finally:
+        spark.conf.unset("spark.wap.branch")
+    assert rows_of(spark, table) == [(1, "a"), (2, "b")]
+    assert branches(spark, table) == []
+
+
 def test_two_merges_at_once_commit_and_count_or_refuse(spark, tmp_path):
     """Two merge_dataframe calls into one merge-on-read table, in two threads of one session,
     three rounds: each call either commits its rows and counts them, or fails with the
@@ -349,6 +408,27 @@ def test_a_format_2_table_upgraded_to_3(spark, monkeypatch, mode):
                              key_columns="id")
     assert counts(result) == (1, 1, 0, 0, 12), result
     assert [q for q in seen if into_branch(q)] and branches(spark, table) == []
+
+
+def test_a_format_2_table_with_partition_scoped_deletes_upgraded_to_3(spark):
+    """Red team (round 5, F2): format 2 merge-on-read position deletes scoped to a whole
+    partition (Iceberg's default before 1.8), the table then upgraded to 3. Seen failing: an
+    upsert that deleted nothing reported deleted=1 and a total 2 short (the snapshot summary's
+    live rows are not the table's). Now the passes count it, exactly, every time."""
+    from dbt_merge.spark import merge_dataframe
+
+    props = {**MOR, "format-version": "2", "write.delete.granularity": "partition"}
+    table = make(spark, "upgraded_pd", [(i, "x") for i in range(10)], props)
+    spark.sql(f"insert into {table} select id, 'x' from range(10, 20)")
+    spark.sql(f"update {table} set name = 'y' where id in (1, 11)")  # one delete file, two files
+    spark.sql(f"alter table {table} set tblproperties ('format-version' = '3')")
+    expected = {i: "x" for i in range(20)} | {1: "y", 11: "y"}
+    for source, want in (([(2, "z")], (0, 1, 0, 0, 20)),
+                         ([(3, "z"), (13, "z"), (100, "n")], (1, 2, 0, 0, 21))):
+        result = merge_dataframe(spark.createDataFrame(source, COLUMNS), table, key_columns="id")
+        assert counts(result) == want, result
+        expected |= dict(source)
+        assert dict(rows_of(spark, table)) == expected
 
 
 # ------------------------------------------------------------------ item 4: WAP settings

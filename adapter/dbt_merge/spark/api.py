@@ -123,6 +123,16 @@ def merge_dataframe(
                 # a check that rides inside a statement fails it with the package's message
                 # (raise_error: a repeated key, another writer's commit): the door's error; a
                 # failure inside a Spark job reaches Python unconverted (Py4JJavaError)
+                if "Cannot write to both branch and WAP branch" in str(error):
+                    # another thread of the session set spark.wap.branch while the run wrote
+                    # its own branch (write.wap.enabled): the MERGE failed, nothing published
+                    raise MergeError(
+                        prefix + f"the session set spark.wap.branch while this call wrote its own "
+                        f"branch of {this} (the table has write.wap.enabled, and Iceberg writes "
+                        "no other branch then), so nothing was published: the table is as it was. "
+                        "Set spark.wap.branch before the call (the merge then writes that branch) "
+                        "or not at all, then merge again."
+                    ) from None
                 raised = _raised_message(str(error), resolved.name)
                 if raised is None:
                     raise
