@@ -47,6 +47,7 @@
   {% if not rebuild %}
     {#- the soft-delete columns the SELECT lacks are columns it brings (build_merge_plan adds
         them): added to a table without them, kept as they are in a table with them -#}
+    {% do dbt_merge.reload_table(existing) %}
     {% set target_columns = dbt_merge.relation_columns(existing) %}
     {% set target_names = target_columns | map(attribute='name') | list %}
     {% set brought = source_columns | list %}

@@ -84,6 +84,14 @@
         ~ "session (the profile's server_side_parameters), or make the table merge-on-read "
         ~ "(tblproperties write.merge.mode=merge-on-read). The target was not changed.") }}
   {% endif %}
+  {% if storage.provider == 'iceberg' and storage.merge_on_read and storage.format_version == 1 %}
+    {#- Iceberg writes no delete files into a format 1 table: every MERGE (each has a WHEN MATCHED
+        clause) would fail in Spark with 'Deletes are supported in V2 and above' -#}
+    {{ dbt_merge.raise_merge_error("the table " ~ existing ~ " is an Iceberg table of format version 1 with "
+        ~ "write.merge.mode=merge-on-read, which Iceberg cannot write (delete files need format version 2 or "
+        ~ "later). Upgrade the table (alter table " ~ existing ~ " set tblproperties ('format-version'='2')), or set "
+        ~ "write.merge.mode, write.update.mode and write.delete.mode to copy-on-write. The target was not changed.") }}
+  {% endif %}
   {% if storage.write == 'overwrite' %}
     {#- the partition rewrite knows insert, update, delete and unchanged rows only -#}
     {% for option, value in [('merge_update_condition', cfg.update_condition), ('delete_condition', cfg.delete_condition),

@@ -23,14 +23,19 @@ statistics come from the reference model (tests/reliability/reference.py).
 from __future__ import annotations
 
 import datetime
+import hashlib
 import itertools
 import os
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from reliability.reference import MergeError as RefMergeError
+from reliability.reference import Options as RefOptions
 from reliability.reference import merge as reference_merge
 
 pytestmark = pytest.mark.spark
@@ -489,3 +494,326 @@ def test_an_interrupted_partition_rewrite_never_loses_a_moved_row(session, monke
     assert not [t.name for t in spark.catalog.listTables(DB)
                 if t.name.startswith(target.split(".")[1] + "__dbt_merge")]
     assert result.total == 2
+
+
+# --------------------------- the write-once path: histories, the caller's session, a second run
+
+HISTORY_COLUMNS = "id int, name string, k int"
+HISTORY_NAMES = ("id", "name", "k")
+#: k holds 7 twice: renames swapping id and k give the key a repeat without a new snapshot
+HISTORY_ROWS = [(1, "a", 7), (2, "b", 7), (3, "c", 8)]
+KIND_PROPERTIES = {
+    "mor": {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
+            "write.delete.mode": "merge-on-read"},
+    "v3": {"format-version": "3"},
+    "v3 mor": {"format-version": "3", "write.merge.mode": "merge-on-read",
+               "write.update.mode": "merge-on-read", "write.delete.mode": "merge-on-read"},
+}
+HISTORIES = ("none", "upgraded from format 2", "key swapped by renames", "rolled back",
+             "record written by hand")
+SESSIONS = ("none", "spark.wap.id", "spark.wap.branch", "refresh during the MERGE",
+            "spark.wap.id from the MERGE on")
+SECOND_RUNS = ("none", "another merge just before ours")
+#: the key a history leaves held twice in the table (as a reader of main sees it)
+REPEATED = {"key swapped by renames": 7, "rolled back": 2, "record written by hand": 2}
+#: the reference's refusal kinds, as the package's message words them
+REFUSALS = {"target_duplicate_key": "already holds", "mass_delete": "max_delete_fraction"}
+CONCURRENT = "another writer committed to"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One drawn case of the write-once path: the target's kind and history, the caller's
+    session state, perhaps a second merge into the table, the strategy and the source rows."""
+
+    kind: str
+    history: str
+    session_state: str
+    second: str
+    strategy: str
+    source: tuple
+
+    def __str__(self) -> str:
+        return "/".join((self.kind, self.history, self.session_state, self.second,
+                         self.strategy)).replace(" ", "_")
+
+
+@st.composite
+def runs(draw) -> Run:
+    kind = draw(st.sampled_from(sorted(KIND_PROPERTIES)))
+    history = draw(st.sampled_from(HISTORIES))
+    if history == "upgraded from format 2" and "v3" not in kind:
+        history = "none"  # a merge-on-read format 2 table has no lineage to miss
+    session_state = draw(st.sampled_from(SESSIONS))
+    second = draw(st.sampled_from(SECOND_RUNS))
+    if session_state.startswith("spark.wap"):
+        second = "none"  # the other merge would be staged too
+    strategy = draw(st.sampled_from(["upsert", "insert", "full_merge"]))
+    if strategy == "full_merge" and "v3" not in kind:
+        strategy = "upsert"  # full_merge takes the passes on a format 2 table
+    source = draw(st.lists(st.tuples(st.sampled_from([1, 2, 3, 7, 8, 12]),
+                                     st.sampled_from(["a", "b", "z"])),
+                           min_size=1, max_size=4, unique_by=lambda r: r[0]))
+    return Run(kind, history, session_state, second, strategy, tuple(source))
+
+
+def draw_runs(n: int) -> list[Run]:
+    """`n` runs covering every value of every dimension, picked from 30 n draws of `runs()`
+    (derandomized: the same ones every time), each taken first for the values, then the pairs
+    of values, it adds."""
+    drawn: list[Run] = []
+
+    @settings(derandomize=True, database=None, phases=[Phase.generate], max_examples=30 * n,
+              deadline=None, suppress_health_check=list(HealthCheck))
+    @given(runs())
+    def collect(run: Run) -> None:
+        drawn.append(run)
+
+    collect()
+
+    def values(run: Run) -> tuple[set, set, set]:
+        """What the run adds to the cover, most wanted first: for a history that leaves a key
+        held twice, a run updating that key on the write-once path; every dimension's value;
+        pairs of values."""
+        return ({run.history} if updates_the_repeat(run) else set(),
+                {("kind", run.kind), ("history", run.history), ("session", run.session_state),
+                 ("second", run.second), ("strategy", run.strategy)},
+                {(run.history, run.session_state), (run.session_state, run.second),
+                 (run.kind, run.history), (run.history, run.strategy)})
+
+    chosen: list[Run] = []
+    covered: set = set()
+    for _ in range(n):
+        run = max((r for r in drawn if r not in chosen),
+                  key=lambda r: tuple(len(v - covered) for v in values(r)))
+        chosen.append(run)
+        covered |= set().union(*values(run))
+    return chosen
+
+
+def updates_the_repeat(run: Run) -> bool:
+    """Does the run's source update the key its history leaves held twice, on the write-once
+    path (no staging; a full_merge of at least half the table's rows)? Trusting a false record
+    of verified keys would update both rows as one."""
+    return (REPEATED.get(run.history) in {i for i, _ in run.source}
+            and run.strategy != "insert" and not run.session_state.startswith("spark.wap")
+            and (run.strategy != "full_merge" or 2 * len(run.source) >= 4))
+
+
+#: the runs the test makes (test_the_runs_cover_every_dimension checks they cover them all)
+RUNS = draw_runs(8)
+
+
+def test_the_runs_cover_every_dimension():
+    for dimension, every in (("kind", KIND_PROPERTIES), ("history", HISTORIES),
+                             ("session_state", SESSIONS), ("second", SECOND_RUNS),
+                             ("strategy", ("upsert", "insert", "full_merge"))):
+        assert {getattr(r, dimension) for r in RUNS} == set(every), dimension
+    assert {r.history for r in RUNS if updates_the_repeat(r)} == set(REPEATED)
+
+
+def _history(spark, table: str, kind: str, history: str) -> list[tuple]:
+    """Make `table` with the drawn history; return its rows as a reader of main sees them."""
+    from dbt_merge.spark import merge_dataframe
+
+    props = dict(KIND_PROPERTIES[kind])
+    if history == "upgraded from format 2":
+        props["format-version"] = "2"
+    spark.sql(f"create table {table} ({HISTORY_COLUMNS}) using iceberg tblproperties ("
+              + ", ".join(f"'{k}' = '{v}'" for k, v in props.items()) + ")")
+    rows = list(HISTORY_ROWS)
+    if history in ("rolled back", "record written by hand"):
+        rows.append((2, "twice", 9))  # key 2 held twice
+    spark.createDataFrame(rows, HISTORY_COLUMNS).writeTo(table).append()
+    if history == "upgraded from format 2":
+        # the files written at format 2 carry no row lineage
+        spark.sql(f"alter table {table} set tblproperties ('format-version' = '3')")
+    elif history == "key swapped by renames":
+        # the package records id's keys verified, then the names of id and k are swapped
+        # (metadata commits, no new snapshot): id now holds 7 twice
+        merge_dataframe(spark.createDataFrame(HISTORY_ROWS[:1], HISTORY_COLUMNS), table,
+                        key_columns="id")
+        for sql in ("id to tmp", "k to id", "tmp to k"):
+            spark.sql(f"alter table {table} rename column {sql}")
+        spark.sql(f"alter table {table} alter column id first")
+        spark.sql(f"alter table {table} alter column k after name")
+        rows = [(k, n, i) for i, n, k in HISTORY_ROWS]
+    elif history == "rolled back":
+        # the repeat removed, the keys recorded verified for that snapshot, then the table
+        # rolled back to the snapshot holding key 2 twice
+        before = spark.sql(f"select snapshot_id from {table}.refs where name = 'main'").first()[0]
+        spark.sql(f"delete from {table} where name = 'twice'")
+        merge_dataframe(spark.createDataFrame(HISTORY_ROWS[:1], HISTORY_COLUMNS), table,
+                        key_columns="id")
+        assert spark.sql(f"show tblproperties {table} ('dbt_merge.keys-verified')").first()[1]
+        spark.sql(f"call spark_catalog.system.rollback_to_snapshot('{table}', {before})")
+    elif history == "record written by hand":
+        # every field of the current form right for this snapshot (id is field 1) but the
+        # seal; the table holds key 2 twice
+        snapshot = spark.sql(f"select snapshot_id from {table}.refs where name = 'main'").first()[0]
+        keys = hashlib.md5(b"2:id").hexdigest()[:16]
+        version = props.get("format-version", "2")
+        spark.sql(f"alter table {table} set tblproperties ('dbt_merge.keys-verified' = "
+                  f"'k3:{snapshot}:{version}:{keys}:1:{len(rows)}:{'0' * 16}')")
+    return rows
+
+
+def _reference(strategy: str, source, target):
+    """(rows, five statistics, None) of the reference model, or (None, None, the words of its
+    refusal)."""
+    try:
+        rows, stats = reference_merge(
+            strategy, [dict(zip(HISTORY_NAMES, r, strict=True)) for r in source],
+            [dict(zip(HISTORY_NAMES, r, strict=True)) for r in target], ["id"],
+            RefOptions(max_delete_fraction=1), engine="spark")
+    except RefMergeError as error:
+        return None, None, REFUSALS.get(error.kind, error.kind)
+    return sorted(tuple(r[c] for c in HISTORY_NAMES) for r in rows), stats.as_dict(), None
+
+
+def _changes(stats: dict) -> int:
+    return stats["inserted"] + stats["updated"] + stats["deleted"]
+
+
+def _keys_record(spark, table: str) -> str:
+    props = {r[0]: r[1] for r in spark.sql(f"show tblproperties {table}").collect()}
+    return props.get("dbt_merge.keys-verified") or ""
+
+
+def _assert_record_true(spark, table: str, record: str, what) -> None:
+    """The package's record of verified keys, 'k3:<snapshot>:<format>:<keys>:<field ids>:<rows>:
+    <seal>', says what the snapshot it names holds: every id present and held once, that many
+    rows."""
+    parts = record.split(":")
+    assert len(parts) == 7 and parts[0] == "k3", (record, what)
+    held = spark.sql(f"select count(*), count(id), count(distinct id) from {table} "
+                     f"version as of {parts[1]}").first()
+    assert held[0] == held[1] == held[2] == int(parts[5]), (record, held, what)
+
+
+def _refresh_when_a_job_runs(spark, table: str) -> None:
+    """Another thread of the session: once a Spark job runs (the MERGE's), refresh the table
+    and read it, so that Iceberg's catalog caches it as it was before the MERGE's commit."""
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + 30
+    while not tracker.getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.002)
+    spark.sql(f"refresh table {table}")
+    spark.sql(f"select count(*) from {table}.refs").collect()
+
+
+@pytest.mark.parametrize("run", RUNS, ids=str)
+def test_histories_sessions_and_a_second_run(session, monkeypatch, run):
+    """Drawn: a merge-on-read or v3 target with a history (upgraded from format 2; the key
+    swapped with a repeated column by renames after the package recorded its keys; rolled back
+    past the commit the keys were recorded for, to a snapshot holding a key twice; a record
+    written by hand), the caller's session state (write-audit-publish settings, from the start
+    or from the MERGE on; another thread refreshing and reading the table during the MERGE), and
+    perhaps another merge into the table between the run's first look and its MERGE. Whatever
+    path the merge takes: the reference's rows and statistics where it writes (main, the staged
+    snapshot or the WAP branch), as if the other merge ran first or last; or the reference's
+    refusal, the package's message for another writer's commit, or (staging switched on during
+    the run) for a commit it cannot prove; the table as it was after a refusal; the settings as
+    the caller left them; no branch of the package left; a record of verified keys the run
+    writes is true of the snapshot it names."""
+    from dbt_merge import MergeError
+    from dbt_merge.spark import merge_dataframe
+    from dbt_merge.spark import session as spark_session
+
+    spark = session
+    table = f"{DB}.hist{next(SERIAL)}"
+    spark.sql(f"drop table if exists {table}")
+    target = _history(spark, table, run.kind, run.history)
+    staging = run.session_state.startswith("spark.wap")
+    if staging:
+        spark.sql(f"alter table {table} set tblproperties ('write.wap.enabled' = 'true')")
+    main_before = spark.sql(f"select snapshot_id from {table}.refs where name = 'main'").first()[0]
+    record_before = _keys_record(spark, table)
+    fired: list = []
+    readers: list = []
+    original = spark_session.SparkRunner.statement
+
+    def statement(self, sql: str) -> None:
+        if not fired and " ".join(sql.lower().split()).startswith("merge into"):
+            fired.append(sql)
+            if run.session_state == "refresh during the MERGE":
+                readers.append(threading.Thread(target=_refresh_when_a_job_runs,
+                                                args=(spark, table)))
+                readers[-1].start()
+            elif run.session_state == "spark.wap.id from the MERGE on":
+                spark.conf.set("spark.wap.id", "late")
+            if run.second != "none":
+                merge_dataframe(spark.createDataFrame([(99, "other", 0)], HISTORY_COLUMNS),
+                                table, key_columns="id")
+        original(self, sql)
+
+    setting = {"spark.wap.id": ("spark.wap.id", "audit"),
+               "spark.wap.branch": ("spark.wap.branch", "audit")}.get(run.session_state)
+    monkeypatch.setattr(spark_session.SparkRunner, "statement", statement)
+    if setting:
+        spark.conf.set(*setting)
+    try:
+        try:
+            result, refused = merge_dataframe(
+                spark.createDataFrame([(i, n, 0) for i, n in run.source], HISTORY_COLUMNS),
+                table, key_columns="id", strategy=run.strategy, max_delete_fraction=1), None
+        except MergeError as error:
+            result, refused = None, str(error)
+        if setting:
+            assert spark.conf.get(setting[0]) == setting[1]
+    finally:
+        for key in ("spark.wap.id", "spark.wap.branch"):
+            spark.conf.unset(key)
+        monkeypatch.setattr(spark_session.SparkRunner, "statement", original)
+        for reader in readers:
+            reader.join(60)
+    source = [(i, n, 0) for i, n in run.source]
+    seen = rows_of(spark, table)
+    what = (str(run), run.source, refused, result)
+    assert [r[0] for r in spark.sql(f"select name from {table}.refs").collect()
+            if r[0].startswith("dbt_merge_")] == [], what
+    record = _keys_record(spark, table)
+    if record and record != record_before:
+        _assert_record_true(spark, table, record, what)
+    late = run.session_state == "spark.wap.id from the MERGE on" and bool(fired)
+    if run.second != "none" and fired:
+        other = sorted([*target, (99, "other", 0)])
+        if refused is not None and CONCURRENT in refused:
+            assert seen == other, what
+            return
+        want_rows, want, _ = _reference(run.strategy, source, target)
+        if result is not None and want is not None and _changes(want) == 0 \
+                and counts(result) == want and seen == other:
+            return  # ours first (nothing to publish), then the other
+        target = other  # the other first, ours counted after it
+    want_rows, want, want_error = _reference(run.strategy, source, target)
+    if want_error is not None:
+        assert refused is not None and want_error in refused, what
+        assert seen == sorted(target), what
+        return
+    if late and refused is not None:
+        assert "cannot prove what it wrote" in refused, what
+        assert seen == sorted(target), what
+        assert record == record_before, what
+        return
+    assert refused is None, what
+    assert counts(result) == want, what
+    if not (setting or late):
+        assert seen == want_rows, what
+        return
+    # staged, as the session asks: main as it was, the merge in the staged snapshot or the WAP
+    # branch, no record of verified keys
+    main_now = spark.sql(f"select snapshot_id from {table}.refs where name = 'main'").first()[0]
+    assert main_now == main_before and seen == sorted(target), what
+    if _changes(want) == 0:
+        written = seen  # nothing written, nothing staged
+    elif run.session_state == "spark.wap.branch":
+        written = rows_of(spark, f"{table}.branch_audit")
+    else:
+        staged = spark.sql(f"select snapshot_id from {table}.snapshots "
+                           "where summary['wap.id'] is not null").collect()
+        assert len(staged) == 1, what
+        written = sorted(tuple(r) for r in spark.sql(
+            f"select * from {table} version as of {staged[0][0]}").collect())
+    assert written == want_rows, what
+    assert record == record_before, what

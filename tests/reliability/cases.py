@@ -126,9 +126,12 @@ INTERNAL_NAMES = [
     "dbt_merge_match", "dbt_merge_m", "dbt_merge_m1", "dbt_merge_rebuild",
 ]  # fmt: skip
 #: Names of macros/ that never name a column or alias in the SQL, so the cases need not use
-#: them: a statement's name, a variable of the Python door's context, a suffix of a table name.
+#: them: a statement's name, a variable of the Python door's context, a suffix of a table name;
+#: and aliases in queries of Iceberg's metadata tables only (refs, snapshots, files), where the
+#: model's columns appear only as fields of readable_metrics, never beside them.
 NOT_COLUMN_NAMES = {"dbt_merge_branch", "dbt_merge_branches", "dbt_merge_new_", "dbt_merge_view",
-                    "dbt_merge_views"}
+                    "dbt_merge_views", "dbt_merge_files", "dbt_merge_sizes", "dbt_merge_ids",
+                    "snapshot_id"}
 RESERVED_NAMES = [
     "select", "from", "where", "order", "group", "by", "key", "value", "table", "end", "case",
     "when", "null", "limit", "using", "on", "merge", "matched", "set", "values", "join", "as",

@@ -156,15 +156,20 @@ def spark_schema(columns: list[tuple[str, str]]):
 
 
 def spark_create(
-    spark, table: str, columns: list[tuple[str, str]], rows: list[dict], properties=None
+    spark, table: str, columns: list[tuple[str, str]], rows: list[dict], properties=None,
+    upgraded: bool = False,
 ) -> None:
     """Create an Iceberg table with exact column types and rows (replacing it), with the table
-    `properties` ({name: value}) if any."""
+    `properties` ({name: value}) if any; `upgraded`: its rows written at format version 2, then
+    the table upgraded to the format `properties` name (its files carry no row lineage)."""
     df = spark.createDataFrame([[r[c] for c, _ in columns] for r in rows], spark_schema(columns))
     writer = df.writeTo(table).using("iceberg")
+    version = (properties or {}).get("format-version")
     for name, value in (properties or {}).items():
-        writer = writer.tableProperty(name, value)
+        writer = writer.tableProperty(name, "2" if upgraded and name == "format-version" else value)
     writer.createOrReplace()
+    if upgraded and version:
+        spark.sql(f"alter table {table} set tblproperties ('format-version' = '{version}')")
 
 
 def spark_rows(spark, table: str) -> tuple[list[str], list[dict]]:
@@ -227,9 +232,10 @@ class DuckEngine(Engine):
             self.con.execute(f"create schema if not exists {s}")
 
     def create(
-        self, schema: str, table: str, columns: list[tuple[str, str]], rows: list, properties=None
+        self, schema: str, table: str, columns: list[tuple[str, str]], rows: list, properties=None,
+        upgraded: bool = False,
     ) -> None:
-        """`properties`: Spark's table properties; a DuckDB table has none."""
+        """`properties`: Spark's table properties; a DuckDB table has none (nor `upgraded`)."""
         duckdb_create(self.con, f"{schema}.{duck_quote(table)}", columns, rows)
 
     def source(self, schema: str, table: str, columns: list[tuple[str, str]], rows: list) -> str:
@@ -265,9 +271,10 @@ class SparkEngine(Engine):
             self.spark.sql(f"create database if not exists {s}")
 
     def create(
-        self, schema: str, table: str, columns: list[tuple[str, str]], rows: list, properties=None
+        self, schema: str, table: str, columns: list[tuple[str, str]], rows: list, properties=None,
+        upgraded: bool = False,
     ) -> None:
-        spark_create(self.spark, f"{schema}.{table}", columns, rows, properties)
+        spark_create(self.spark, f"{schema}.{table}", columns, rows, properties, upgraded)
 
     def source(self, schema: str, table: str, columns: list[tuple[str, str]], rows: list) -> str:
         """A relation holding `rows` for a model to select from: a global temporary view (dbt's
@@ -375,10 +382,12 @@ class ThriftEngine(Engine):
             self.execute(f"create database if not exists {s}")
 
     def create(
-        self, schema: str, table: str, columns: list[tuple[str, str]], rows: list, properties=None
+        self, schema: str, table: str, columns: list[tuple[str, str]], rows: list, properties=None,
+        upgraded: bool = False,
     ) -> None:
         """Create an Iceberg table with exact column types and rows (replacing it), with the
-        table `properties` ({name: value}) if any."""
+        table `properties` ({name: value}) if any (over thrift no table is `upgraded`)."""
+        assert not upgraded, "no upgraded tables over thrift"
         relation = f"{schema}.{spark_quote(table)}"
         cols = ", ".join(f"{spark_quote(c)} {engine_type(t, 'spark')}" for c, t in columns)
         props = ", ".join(f"'{k}' = '{v}'" for k, v in (properties or {}).items())

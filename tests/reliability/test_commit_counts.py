@@ -246,11 +246,13 @@ def test_without_the_extensions(db, tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.parametrize("db", ["spark"], indirect=True)
-def test_a_repeated_key_fails_the_merge_and_the_next_run_cleans_up(db, tmp_path):
+def test_a_repeated_key_fails_the_merge_and_the_next_run_merges(db, tmp_path):
     """The write-once MERGE of a SELECT too large to broadcast tests its keys itself: a key
     repeated among rows that match (3) or among new ones (12) fails it with the package's
-    message before anything is committed, the table as it was; the run's branch, named in the
-    table's properties, is dropped by the next run, which merges. A full_merge deleting more
+    message before anything is committed, the table as it was, no table property set; the
+    run's branch stays, at the table's snapshot (a later run drops a branch of the package only
+    when its name says it is a day old: it could be a live run's); the next run merges, leaving
+    it. A full_merge deleting more
     than max_delete_fraction, which only the branch's commit shows, is refused, its branch
     dropped, main untouched."""
     s = "commit_counts_keys"
@@ -286,11 +288,19 @@ def test_a_repeated_key_fails_the_merge_and_the_next_run_cleans_up(db, tmp_path)
     said = message(run, "rk_guard")
     assert "full_merge would delete 3 of the 10 target rows it considers (30.0%)" in said, said
     assert _branches(db, s, "rk_guard") == []
+    # the failed MERGE's branch stays: it holds no commit of its own (it is at the table's
+    # snapshot), and no later run can tell it from a live run's until its name is a day old
+    left = {}
     for table in models:
         assert dict(db.sql(f"select id, name from {s}.{table}")) == TARGET, table
+        main = db.sql(f"select snapshot_id from {s}.{table}.refs where name = 'main'")[0][0]
+        left[table] = [r for r in db.sql(f"select name, snapshot_id from {s}.{table}.refs")
+                       if r[0] != "main"]
+        assert [r[1] for r in left[table]] == ([] if table == "rk_guard" else [main]), table
+    assert [q for q in seen if "set tblproperties" in q and "dbt_merge.branch" in q] == []
     run = run_dbt(["run"], root, "spark", PROFILES_DIR, vars=good)
     for table in models:
         unchanged = 9 if table == "rk_guard" else 0
         assert (f"1 inserted, 1 updated, 0 deleted, {unchanged} unchanged, 11 total"
                 in message(run, table)), message(run, table)
-        assert _branches(db, s, table) == [], table
+        assert _branches(db, s, table) == [r[0] for r in left[table]], table

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import re
 import uuid
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -97,10 +98,12 @@ def merge_dataframe(
             # relation_columns builds dbt Columns through dbt's api namespace
             "api": SimpleNamespace(Column=SimpleNamespace(create=Column)),
             "create_table_as": lambda temporary, relation, sql: _create_table_as(
-                config, relation, sql
+                config, relation, sql, df.columns, fail
             ),
-            # the run's Iceberg branch made and published in-process (merge_on_branch)
-            "dbt_merge_branches": SimpleNamespace(run=runner.branch),
+            # the run's Iceberg branch made and published in-process (merge_on_branch); its
+            # MERGE's commit carries the call's mark (marking_commits), which the flow checks
+            "dbt_merge_branches": SimpleNamespace(run=runner.branch, mark_key=COMMIT_MARK,
+                                                  mark=invocation),
         },
         adapter_methods={
             "get_columns_in_relation": runner.get_columns,
@@ -120,12 +123,26 @@ def merge_dataframe(
                 # a check that rides inside a statement fails it with the package's message
                 # (raise_error: a repeated key, another writer's commit): the door's error; a
                 # failure inside a Spark job reaches Python unconverted (Py4JJavaError)
+                if "Cannot write to both branch and WAP branch" in str(error):
+                    # another thread of the session set spark.wap.branch while the run wrote
+                    # its own branch (write.wap.enabled): the MERGE failed, nothing published
+                    raise MergeError(
+                        prefix + f"the session set spark.wap.branch while this call wrote its own "
+                        f"branch of {this} (the table has write.wap.enabled, and Iceberg writes "
+                        "no other branch then), so nothing was published: the table is as it was. "
+                        "Set spark.wap.branch before the call (the merge then writes that branch) "
+                        "or not at all, then merge again."
+                    ) from None
                 raised = _raised_message(str(error), resolved.name)
                 if raised is None:
                     raise
                 raise MergeError(prefix + source_wording(raised, "the DataFrame")) from None
         snapshot = None
-        if not stats.get("dry_run") and not stats.get("skipped"):
+        if "snapshot_id" in stats:
+            # the write-once path names the snapshot it published (none: nothing changed)
+            published = stats.pop("snapshot_id")
+            snapshot = int(published) if published not in (None, "") else None
+        elif not stats.get("dry_run") and not stats.get("skipped"):
             snapshot = runner.marked_snapshot(this, COMMIT_MARK, invocation)
         failed = False
         return MergeResult.from_stats(stats, snapshot)
@@ -152,10 +169,13 @@ def _raised_message(text: str, name: str) -> str | None:
 COMMIT_MARK = "dbt_merge.invocation"
 
 
-def _create_table_as(config: dict[str, Any], relation: Relation, sql: str) -> str:
+def _create_table_as(config: dict[str, Any], relation: Relation, sql: str,
+                     columns: Sequence[str], fail) -> str:
     """dbt-spark's create_table_as for a table the merge creates, always with a USING clause
     (no Hive text table by default). Option and property values are SQL string literals, the
-    partition columns quoted identifiers, whatever they hold."""
+    partition columns quoted identifiers, whatever they hold; on Iceberg a partition_by entry
+    that is no column of the DataFrame and reads as a transform (`bucket(4, id)`, `days(ts)`)
+    is that transform of the quoted column."""
     file_format = config.get("file_format") or "parquet"
     head = "create or replace table" if file_format in ("iceberg", "delta") else "create table"
     parts = [f"{head} {relation} using {file_format}"]
@@ -173,7 +193,27 @@ def _create_table_as(config: dict[str, Any], relation: Relation, sql: str) -> st
         )
     partition_by = config.get("partition_by")
     if partition_by:
-        columns = [partition_by] if isinstance(partition_by, str) else list(partition_by)
-        parts.append("partitioned by (" + ", ".join(quote(c) for c in columns) + ")")
+        terms = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+        parts.append("partitioned by (" + ", ".join(
+            _partition_term(str(t), columns, file_format, fail) for t in terms) + ")")
     return "\n".join(parts) + "\nas\n" + sql
 
+
+#: Iceberg's partition transforms, as Spark SQL writes them: a name, then literals and a column
+_TRANSFORM = re.compile(r"\s*(bucket|truncate|years|months|days|hours|year|month|day|hour)"
+                        r"\s*\((.*)\)\s*", re.IGNORECASE)
+
+
+def _partition_term(term: str, columns: Sequence[str], file_format: str, fail) -> str:
+    """One partition_by entry as SQL: a column of the DataFrame (quoted), or on Iceberg a
+    transform of one (its integer arguments as they are, the column quoted)."""
+    found = _TRANSFORM.fullmatch(term)
+    if found is None or any(term.lower() == str(c).lower() for c in columns):
+        return quote(term)
+    if file_format.lower() != "iceberg":
+        fail(f"partition_by '{term}' is an Iceberg partition transform, but file_format is "
+             f"'{file_format}', whose tables are partitioned by columns only. Partition by a "
+             "column, or set file_format='iceberg'. The target was not changed.")
+    arguments = [a.strip() for a in found.group(2).split(",")]
+    rendered = [a if re.fullmatch(r"[0-9]+", a) else quote(a.strip("`")) for a in arguments]
+    return f"{found.group(1).lower()}({', '.join(rendered)})"

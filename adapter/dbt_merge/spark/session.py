@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+import time
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -270,29 +271,51 @@ class SparkRunner:
 
     def branch(self, relation: Relation, action: str, name: str, snapshot=None) -> str:
         """What merge_on_branch asks of the run's branch (dbt_merge_branches.run): make it at
-        `snapshot`, fast-forward main to it, or drop it, through Iceberg's Java API, which needs
-        no SQL extensions in the session. Returns ''."""
-        jvm = self.spark._jvm
-        table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+        `snapshot`, fast-forward main to it, or drop it, through Iceberg's Java API on the table
+        refreshed from its catalog, which needs no SQL extensions in the session. Returns 'ok',
+        or 'moved' when a fast-forward finds main no longer an ancestor of the branch (another
+        writer committed: Iceberg refuses it atomically, nothing published). A commit that
+        another thread's commit through the same cached table beat is tried again, refreshed."""
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors.exceptions.captured import CapturedException
+
+        def text(error: Exception) -> str:
+            return (str(error.java_exception.toString()) if isinstance(error, Py4JJavaError)
+                    else f"{type(error).__name__}: {error}")
+
+        table = self.spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
             self.spark._jsparkSession, relation.render()
         )
-        table.refresh()
-        snapshots = table.manageSnapshots()
-        if action == "create":
-            # kept a day at most by the table's snapshot expiry, should no run drop it
-            snapshots.createBranch(name, int(snapshot)).setMaxRefAgeMs(name, 86_400_000).commit()
-            self.branches.append((relation, name))
-        elif action == "fast_forward":
-            snapshots.fastForwardBranch("main", name).commit()
-        elif action == "drop":
-            if table.refs().containsKey(name):
-                snapshots.removeBranch(name).commit()
-            if (relation, name) in self.branches:
-                self.branches.remove((relation, name))
-        else:
+        if action not in ("create", "fast_forward", "drop"):
             raise ValueError(f"no branch action {action!r}")
+        result = "ok"
+        for attempt in range(10):
+            table.refresh()
+            snapshots = table.manageSnapshots()
+            try:
+                if action == "create":
+                    # kept a day at most by the table's snapshot expiry, should no run drop it
+                    snapshots.createBranch(name, int(snapshot)).setMaxRefAgeMs(
+                        name, 86_400_000).commit()
+                elif action == "fast_forward":
+                    snapshots.fastForwardBranch("main", name).commit()
+                elif table.refs().containsKey(name):
+                    snapshots.removeBranch(name).commit()
+                break
+            except (Py4JJavaError, CapturedException) as error:
+                said = text(error)
+                if action == "fast_forward" and "main is not an ancestor of" in said:
+                    result = "moved"  # Iceberg's IllegalArgumentException
+                    break
+                if "CommitFailedException" not in said or attempt == 9:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+        if action == "create":
+            self.branches.append((relation, name))
+        elif action == "drop" and (relation, name) in self.branches:
+            self.branches.remove((relation, name))
         self.spark.sql(f"refresh table {relation}")
-        return ""
+        return result
 
     # ------------------------------------------------------------------ leave nothing behind
 
