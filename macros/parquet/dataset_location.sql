@@ -74,15 +74,34 @@
   {% for node in graph.nodes.values() if node.resource_type == 'model' and node.unique_id != model.unique_id
        and node.config.materialized == 'merge' and node.config.get('location') %}
     {% set raw = node.config.location | string %}
-    {% if '{{' in raw or '{%' in raw %}
-      {% set parts = [] %}
-      {% for part in [node.database, node.schema, node.alias] %}
-        {% do parts.append('none' if part is none else tojson(part)) %}
+    {% set renderable = true %}
+    {% if '{{' in raw or '{%' in raw or '{#' in raw %}
+      {#- rendered as in its own model where this context can: `this`, `model` and `config` stand
+          for that model. Not rendered (left out of the check, with a warning) when it would
+          render otherwise or fail here: a model of another package (its vars are the
+          package's), a var this project does not set, a ref/source/macro call -#}
+      {% set missing = modules.re.findall("var\\(\\s*['\"]([^'\"]+)['\"]\\s*\\)", raw) | list %}
+      {% set unset = [] %}
+      {% for name in missing if not var.has_var(name) %}
+        {% do unset.append(name) %}
       {% endfor %}
-      {% set raw = render("{% set this = api.Relation.create(database=" ~ parts[0] ~ ", schema=" ~ parts[1]
-          ~ ", identifier=" ~ parts[2] ~ ") %}{% set model = graph.nodes[" ~ tojson(node.unique_id) ~ "] %}" ~ raw) %}
+      {% if node.package_name != project_name or unset
+            or modules.re.search("\\b(ref|source|run_query|statement|adapter|load_relation|execute)\\b", raw) %}
+        {% set renderable = false %}
+        {% do log('dbt_merge ' ~ model.name ~ ": the location of model '" ~ node.name ~ "' (" ~ raw ~ ") cannot be "
+            ~ 'rendered here, so it is not checked against this model\'s folder: give the two models locations '
+            ~ 'that cannot meet.', info=true) %}
+      {% else %}
+        {% set parts = [] %}
+        {% for part in [node.database, node.schema, node.alias] %}
+          {% do parts.append('none' if part is none else tojson(part)) %}
+        {% endfor %}
+        {% set raw = render("{% set this = api.Relation.create(database=" ~ parts[0] ~ ", schema=" ~ parts[1]
+            ~ ", identifier=" ~ parts[2] ~ ") %}{% set model = graph.nodes[" ~ tojson(node.unique_id)
+            ~ "] %}{% set config = graph.nodes[" ~ tojson(node.unique_id) ~ "].config %}" ~ raw) %}
+      {% endif %}
     {% endif %}
-    {% set location = dbt_merge.dataset_location(raw, refuse=false) %}
+    {% set location = dbt_merge.dataset_location(raw, refuse=false) if renderable else none %}
     {% if location is not none %}
       {% do others.append({'model': node.name, 'location': location}) %}
     {% endif %}

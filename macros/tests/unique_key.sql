@@ -74,6 +74,15 @@
   {% if not execute or not key_columns %}
     {{ return({}) }}
   {% endif %}
+  {#- a model not built yet (dbt compile, dbt docs generate on a fresh database): nothing to
+      describe; the test itself runs after its model is built. A command that compiles tests
+      without running them shows them with the engine's own comparison. -#}
+  {% if flags.WHICH not in ['test', 'build', 'retry', 'run'] %}
+    {{ return({}) }}
+  {% endif %}
+  {% if relation is not string and relation.identifier is defined and load_relation(relation) is none %}
+    {{ return({}) }}
+  {% endif %}
   {% set wanted = key_columns | map('lower') | list %}
   {% set columns = [] %}
   {% for row in dbt_merge.run_sql('describe select * from ' ~ relation, 'dbt_merge_describe').rows

@@ -663,6 +663,11 @@ def test_location_paths_home_quotes_twins_table_formats_and_empty_runs(tmp_path,
         "jinja_b": "{{ var('lake') }}/{% if true %}jshared{% endif %}/",
         "per_a": "{{ var('lake') }}/per/{{ this.name }}",
         "per_b": "{{ var('lake') }}/per/{{ model.name }}",
+        # red team duck2: `config` stands for the other model too; a var set nowhere in one
+        # model's location fails that model only (before: every location model, raw)
+        "cfg_a": "{{ var('lake') }}/{{ config.get('schema') }}/cshared",
+        "cfg_b": str(lake / SCHEMA / "cshared"),
+        "unset_var": "{{ var('set_nowhere') }}/u",
         "delta": str(lake / "delta_t"),
         "tilde_name": "~no_such_user_here/x",
         "backslash": str(lake / "a\\b"),
@@ -690,10 +695,13 @@ def test_location_paths_home_quotes_twins_table_formats_and_empty_runs(tmp_path,
         message = first.error(name)
         assert any(f"the location of model '{o}'" in message for o in named), message
         assert "Give each model a folder of its own" in message, message
-    for name, other in (("jinja_a", "jinja_b"), ("jinja_b", "jinja_a")):
+    for name, other in (("jinja_a", "jinja_b"), ("jinja_b", "jinja_a"), ("cfg_a", "cfg_b"),
+                        ("cfg_b", "cfg_a")):
         message = first.error(name)
         assert f"is also the location of model '{other}'" in message, message
+    assert "set_nowhere" in first.error("unset_var")
     assert not (lake / "shared").exists() and not (lake / "jshared").exists()
+    assert not (lake / SCHEMA).exists()
     assert sorted(p.name for p in (lake / "per").iterdir()) == [".per_a.dbt_merge",
                                                               ".per_b.dbt_merge", "per_a",
                                                               "per_b"]

@@ -216,9 +216,11 @@ def test_the_work_folder_stays_on_the_datasets_file_system_and_where_it_can_be_m
     """A `k=v` dataset folder just inside a mount point (`/dev/shm/run=1`): its work folder is
     beside it, on its file system (before: `/dev/.shm.dbt_merge`, on /dev's file system: the
     swap failed with a raw EXDEV OSError and left that folder behind). A `k=v` folder inside a
-    folder this process cannot write (run as `nobody` when the test runs as root): beside
-    itself (before: a raw PermissionError making `.mine.dbt_merge` one level up). A partition
-    folder of a larger dataset still shares the outer work folder (`.sales.dbt_merge`)."""
+    folder this process cannot write (run as `nobody` when the test runs as root): refused,
+    naming the work folder and the fix, nothing written (before: a raw PermissionError). The work
+    folder never depends on who asks (red team: a reader who could not write the parent looked
+    for another folder's lock, and a merge published under its block). A partition folder of a
+    larger dataset still shares the outer work folder (`.sales.dbt_merge`)."""
     import os
     import shutil
     import subprocess
@@ -261,9 +263,13 @@ def test_the_work_folder_stays_on_the_datasets_file_system_and_where_it_can_be_m
         )
         done = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True,
                               text=True, env={**os.environ, "HOME": "/tmp"})
-        assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr[-2000:]
-        assert sorted(p.name for p in mine.iterdir()) == [".run=1.dbt_merge", "run=1"]
+        assert done.returncode != 0, done.stdout
+        assert "needs its work folder" in done.stderr and ".mine.dbt_merge" in done.stderr, (
+            done.stderr[-2000:])
+        assert "PermissionError" not in done.stderr.replace("ParquetMergeError", "")
+        assert list(mine.iterdir()) == []
         assert sorted(p.name for p in locked.iterdir()) == ["mine"]
+        assert commit.work_dir(mine / "run=1") == locked / ".mine.dbt_merge"  # for everyone
     finally:
         locked.chmod(0o755)
         shutil.rmtree(locked, ignore_errors=True)

@@ -75,15 +75,16 @@ def work_dir(root: Path) -> Path:
     (`sales/d=1` -> `.sales.dbt_merge` beside `sales`): inside `sales`, a reader of
     `sales/**/*.parquet` would read its work files (the new files, the swapped-out old
     folder). Merges into `sales` and into any of its partition folders share it, and so take
-    turns. It climbs only to a folder on the dataset's file system that this process may
-    write in: a `k=v` folder just inside a mount point (`/dev/shm/run=1`) or inside a folder
-    it cannot write keeps its work folder beside itself (the swap is a rename, which cannot
-    cross file systems, and a folder that cannot be made there is no work folder)."""
+    turns. It climbs only to a folder on the dataset's file system: a `k=v` folder just
+    inside a mount point (`/dev/shm/run=1`) keeps its work folder beside itself (the swap is
+    a rename, which cannot cross file systems). It never depends on who asks: every merge and
+    reader of the dataset finds the same folder and its locks (a merge that may not create it
+    is refused, naming it: begin)."""
     top = root
     device = _device(root)
     while _HIVE_FOLDER.match(top.name) and top.parent != top and top.parent.name:
         above = top.parent.parent
-        if _device(above) != device or not _writable(above):
+        if _device(above) != device:
             break
         top = top.parent
     return top.parent / f".{top.name}.dbt_merge"
@@ -98,12 +99,6 @@ def _existing(path: Path) -> Path:
 
 def _device(path: Path) -> int:
     return _existing(path).stat().st_dev
-
-
-def _writable(folder: Path) -> bool:
-    """Whether this process may create a folder in `folder` (or, when it does not exist yet,
-    in its nearest existing parent, where the first merge creates it)."""
-    return os.access(_existing(folder), os.W_OK | os.X_OK)
 
 
 def _old_work_dir(root: Path) -> Path | None:
@@ -167,9 +162,19 @@ def transaction(
             "merge's publish would wait for it forever. Merge after the block ends (read what "
             "you need into memory inside it). The dataset was not changed."
         )
-    root.parent.mkdir(parents=True, exist_ok=True)
-    work.mkdir(exist_ok=True)
-    with open(work / "lock", "a+") as lock:
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        work.mkdir(exist_ok=True)
+        lock = open(work / "lock", "a+")  # noqa: SIM115 (closed below)
+    except PermissionError as error:
+        raise ParquetMergeError(
+            f"the merge into '{root}' needs its work folder {work} (beside the outermost "
+            f"`k=v` folder of the dataset, outside every folder a reader may glob), which this "
+            f"process may not create or write ({error.strerror}). Run the merge as a user who "
+            "may write there, or create that folder with write access for this user. The "
+            "dataset was not changed."
+        ) from None
+    with lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
         try:
             for leftover in work.glob("tx-*"):
