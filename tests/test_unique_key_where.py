@@ -1,5 +1,7 @@
 """The generic test dbt_merge.unique_key without `columns` finds the model's unique_key config
-under a `where:` config too (dbt then passes the test a subquery string, not the relation)."""
+under a `where:` config too (dbt then passes the test a subquery string, not the relation).
+unique_key and current_unique judge text keys byte for byte, as the merge does, on a column
+that carries a nocase collation ('a' and 'A' two keys; before: one key, reported twice)."""
 
 from __future__ import annotations
 
@@ -14,8 +16,23 @@ MODEL = (
     "select * from (values (1, 'a'), (1, 'b'), (2, 'c'), (3, 'd'), (3, 'e'), (null, 'f'))"
     " as t(id, name)\n"
 )
+# 'a' and 'A' (a nocase column: one key to GROUP BY) are two keys to the merge; 'b' is twice
+NOCASE = (
+    "{{ config(materialized='table', schema='" + SCHEMA + "') }}\n"
+    "select * from (values ('a' collate nocase, timestamp '2024-01-01', null::timestamp),"
+    " ('A', timestamp '2024-01-01', null), ('b', timestamp '2024-01-01', timestamp '2024-02-01'),"
+    " ('b', timestamp '2024-02-01', null)) as t(k, dbt_valid_from, dbt_valid_to)\n"
+)
 SCHEMA_YML = """
 models:
+  - name: uk_nocase
+    data_tests:
+      - dbt_merge.unique_key:
+          name: uk_nocase_key
+          columns: [k]
+      - dbt_merge.current_unique:
+          name: uk_nocase_current
+          columns: k
   - name: uk_data
     data_tests:
       - dbt_merge.unique_key:
@@ -38,12 +55,15 @@ EXPECTED = {
     "uk_config_where": ("fail", 2),
     "uk_config_where_clean": ("pass", 0),
     "uk_top_level_where": ("fail", 1),
+    "uk_nocase_key": ("fail", 1),  # 'b' only
+    "uk_nocase_current": ("pass", 0),
 }
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    root = make_project(tmp_path_factory.mktemp("uk_where"), "uk_where", {"uk_data": MODEL})
+    root = make_project(tmp_path_factory.mktemp("uk_where"), "uk_where", {"uk_data": MODEL,
+                                                                        "uk_nocase": NOCASE})
     (root / "models" / "schema.yml").write_text(SCHEMA_YML)
     return run_dbt(["build"], root, "duckdb", PROFILES_DIR)
 

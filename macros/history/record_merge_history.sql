@@ -20,17 +20,41 @@
       stats.inserted, stats.updated, stats.deleted, stats.unchanged,
       stats.held_back if stats.held_back is defined else 'null', stats.total] %}
   {% set columns = dbt_merge._history_columns() | map('first') | list %}
-  {% if stats.versions is defined %}
-    {#- a history merge's versions (strategy='history'): a column tables made by releases before it
-        lack, added on the first such merge -#}
-    {% if dbt_merge._find_column('versions', dbt_merge.relation_columns(relation) | map(attribute='name') | list) is none %}
-      {% do dbt_merge.alter_target_columns(relation, add=[api.Column.create('versions', 'bigint')], remove=[], retype=[]) %}
-    {% endif %}
+  {% if dbt_merge._history_writes_versions(relation, stats) %}
     {% do columns.append('versions') %}
-    {% do values.append(stats.versions) %}
+    {% do values.append(stats.versions if stats.versions is defined else 'null') %}
   {% endif %}
   {% do dbt_merge.run_statement('insert into ' ~ relation ~ ' (' ~ dbt_merge.column_list(columns)
       ~ ') values (' ~ values | join(', ') ~ ')', 'dbt_merge_history') %}
+{% endmacro %}
+
+{#- Whether the row names column `versions`, which tables made by releases before
+    strategy='history' lack: a history merge adds it to such a table. DuckDB fills a column an
+    INSERT leaves out with NULL; Spark's parquet tables refuse such an INSERT, so there the row
+    names every column the table has (one DESCRIBE). -#}
+{% macro _history_writes_versions(relation, stats) %}
+  {{ return(adapter.dispatch('_history_writes_versions', 'dbt_merge')(relation, stats)) }}
+{% endmacro %}
+
+{% macro default___history_writes_versions(relation, stats) %}
+  {% if stats.versions is defined %}
+    {% do dbt_merge._add_versions_column(relation) %}
+  {% endif %}
+  {{ return(stats.versions is defined) }}
+{% endmacro %}
+
+{% macro spark___history_writes_versions(relation, stats) %}
+  {% if stats.versions is defined %}
+    {% do dbt_merge._add_versions_column(relation) %}
+    {{ return(true) }}
+  {% endif %}
+  {{ return(dbt_merge._find_column('versions', dbt_merge.relation_columns(relation) | map(attribute='name') | list) is not none) }}
+{% endmacro %}
+
+{% macro _add_versions_column(relation) %}
+  {% if dbt_merge._find_column('versions', dbt_merge.relation_columns(relation) | map(attribute='name') | list) is none %}
+    {% do dbt_merge.alter_target_columns(relation, add=[api.Column.create('versions', 'bigint')], remove=[], retype=[]) %}
+  {% endif %}
 {% endmacro %}
 
 {#- The history table's relation: 'table', 'schema.table' or 'database.schema.table', the rest

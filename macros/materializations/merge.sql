@@ -10,6 +10,8 @@
        statement(language='python') must be called here, in the materialization itself. --#}
   {%- if config.get('location') is not none -%}
     {%- set job = dbt_merge.parquet_dataset_job() -%}
+    {%- call statement('dbt_merge_parquet_check', language='python') -%}{{ job.check_code }}{%- endcall -%}
+    {%- do dbt_merge.parquet_dataset_start(job) -%}
     {%- call statement('dbt_merge_parquet', language='python') -%}{{ job.code }}{%- endcall -%}
     {{ return(dbt_merge.parquet_dataset_finish(job)) }}
   {%- endif %}

@@ -34,11 +34,11 @@
       {% endif %}
     {% endif %}
   {% endif %}
-  {% if problem is none %}
-    {% for ch in ['*', '?', '[', '{'] if ch in raw %}
-      {% set problem = "has a glob character (" ~ ch ~ "), which DuckDB would expand when reading the dataset "
-          ~ "(every later merge, the model's view, every reader). Choose a path without * ? [ {." %}
-    {% endfor %}
+  {#- a variable set inside a for loop does not leave it (Jinja's scoping): select instead -#}
+  {% set globbed = ['*', '?', '[', '{'] | select('in', raw) | list %}
+  {% if problem is none and globbed %}
+    {% set problem = "has a glob character (" ~ globbed | join(' ') ~ "), which DuckDB would expand when "
+        ~ "reading the dataset (every later merge, the model's view, every reader). Choose a path without * ? [ {." %}
   {% endif %}
   {% if problem is none and '\\' in raw %}
     {% set problem = "has a backslash, which DuckDB's glob reads as an escape: `<location>/**/*.parquet` would "
@@ -65,15 +65,24 @@
 {% endmacro %}
 
 {#- [{model, location}] of the project's other `merge` models with a `location` (each as
-    dataset_location resolves it; one it would refuse is left out, its own run refuses it; one
-    still holding Jinja, which only its own model's context renders, is left out): the Python
-    job refuses this model when one of them is its folder, holds it or lies in it. -#}
+    dataset_location resolves it; one it would refuse is left out, its own run refuses it): the
+    Python job refuses this model when one of them is its folder, holds it or lies in it. A
+    location holding Jinja (`{{ var('lake') }}/customers`) is rendered here as its own model
+    renders it: in this model's context, with `this` and `model` standing for that model. -#}
 {% macro other_dataset_locations() %}
   {% set others = [] %}
   {% for node in graph.nodes.values() if node.resource_type == 'model' and node.unique_id != model.unique_id
-       and node.config.materialized == 'merge' and node.config.get('location')
-       and '{{' not in node.config.location | string and '{%' not in node.config.location | string %}
-    {% set location = dbt_merge.dataset_location(node.config.location, refuse=false) %}
+       and node.config.materialized == 'merge' and node.config.get('location') %}
+    {% set raw = node.config.location | string %}
+    {% if '{{' in raw or '{%' in raw %}
+      {% set parts = [] %}
+      {% for part in [node.database, node.schema, node.alias] %}
+        {% do parts.append('none' if part is none else tojson(part)) %}
+      {% endfor %}
+      {% set raw = render("{% set this = api.Relation.create(database=" ~ parts[0] ~ ", schema=" ~ parts[1]
+          ~ ", identifier=" ~ parts[2] ~ ") %}{% set model = graph.nodes[" ~ tojson(node.unique_id) ~ "] %}" ~ raw) %}
+    {% endif %}
+    {% set location = dbt_merge.dataset_location(raw, refuse=false) %}
     {% if location is not none %}
       {% do others.append({'model': node.name, 'location': location}) %}
     {% endif %}

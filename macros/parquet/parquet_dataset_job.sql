@@ -2,9 +2,11 @@
   A `merge` model with a `location` config merges into a Parquet dataset (a folder of Parquet
   files) instead of a table, on dbt-duckdb. The merge itself is the package's Python side
   (dbt_merge.parquet: the same plan and checks, rendered from these macros), run as a
-  dbt-duckdb Python job on the model's connection. This macro runs the pre-hooks and returns
-  the job: {'code': the Python module for statement(language='python'), 'result': the
-  temporary table the job leaves its outcome in}. parquet_dataset_finish reads it.
+  dbt-duckdb Python job on the model's connection. This macro returns the job:
+  {'check_code': the Python module that refuses the model before its pre-hooks (the location's
+  checks), 'code': the one that merges, each for statement(language='python'), 'result': the
+  temporary table each leaves its outcome in}. parquet_dataset_start reads the check's and runs
+  the pre-hooks; parquet_dataset_finish reads the merge's.
 
   Config: location (the folder; relative paths are relative to where dbt runs, as for
   dbt-duckdb's external models; `~` is the home folder, see dataset_location), unique_key, strategy, dedup_order_by, merge_update_columns,
@@ -71,17 +73,19 @@
       'invocation_id': invocation_id,
       'dbt_package_version': dbt_merge.package_version(),
   } %}
-  {{ run_hooks(pre_hooks, inside_transaction=False) }}
-  {{ run_hooks(pre_hooks, inside_transaction=True) }}
-  {#- an enforced contract: the SELECT's columns and types, on every run (as for tables) -#}
-  {% if (config.get('contract') or {}).enforced %}
-    {% do get_assert_columns_equivalent(sql) %}
-  {% endif %}
-  {#- dbt-duckdb runs model(dbt, session); dbtObj and materialize are the rest of its protocol. -#}
+  {{ return({'check_code': dbt_merge._parquet_dataset_code('check_job', args),
+              'code': dbt_merge._parquet_dataset_code('run_job', args),
+              'result': args.result, 'strategy': args.strategy}) }}
+{% endmacro %}
+
+{#- The Python module dbt-duckdb runs for `function` (check_job or run_job of
+    dbt_merge.parquet.dbt_job) on `args`: it runs model(dbt, session); dbtObj and materialize
+    are the rest of its protocol. -#}
+{% macro _parquet_dataset_code(function, args) %}
   {% set code %}
 import json
 
-from dbt_merge.parquet.dbt_job import run_job
+from dbt_merge.parquet.dbt_job import {{ function }} as job
 
 
 class dbtObj:
@@ -90,11 +94,11 @@ class dbtObj:
 
 
 def model(dbt, session):
-    run_job(session, json.loads({{ tojson(tojson(args)) }}))
+    job(session, json.loads({{ tojson(tojson(args)) }}))
 
 
 def materialize(df, con):
     pass
   {% endset %}
-  {{ return({'code': code, 'result': args.result, 'strategy': args.strategy}) }}
+  {{ return(code) }}
 {% endmacro %}

@@ -31,6 +31,8 @@
   {%- set current_end = valid_to_current or node_config.get('dbt_valid_to_current') -%}
   {%- set is_current = '(' ~ vt ~ ' is null' ~ (' or ' ~ vt ~ ' = (' ~ current_end ~ ')' if current_end else '') ~ ')' -%}
   {%- set keys = dbt_merge.column_list(key_columns) -%}
+  {#- versions of one key: byte for byte, as the merge judges keys (see unique_key) -#}
+  {%- set partition = dbt_merge.compared_list(dbt_merge._key_compare(model, key_columns), key_columns) -%}
   {%- set present = [] -%}
   {%- for col in key_columns -%}
     {%- do present.append(dbt_merge.quote_identifier(col) ~ ' is not null') -%}
@@ -43,8 +45,8 @@
   from (
     select {{ keys }}, {{ vf }}, {{ vt }},
       case when {{ is_current }} then 1 else 0 end as iscurrent,
-      sum(case when {{ is_current }} then 1 else 0 end) over (partition by {{ keys }}) as currents,
-      lead({{ vf }}) over (partition by {{ keys }} order by {{ vf }} asc nulls first, {{ vt }} asc nulls last) as nextfrom
+      sum(case when {{ is_current }} then 1 else 0 end) over (partition by {{ partition }}) as currents,
+      lead({{ vf }}) over (partition by {{ partition }} order by {{ vf }} asc nulls first, {{ vt }} asc nulls last) as nextfrom
     from {{ model }}
     where {{ present | join(' and ') }}
   ) as versions

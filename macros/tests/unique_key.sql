@@ -21,6 +21,20 @@
     {%- do null_checks.append(dbt_merge.quote_identifier(col) ~ ' is null') -%}
   {%- endfor -%}
   {%- set any_null = '(' ~ (null_checks | join(' or ') or 'false') ~ ')' -%}
+  {%- set compare = dbt_merge._key_compare(model, key_columns) -%}
+  {%- if compare %}
+  {#- keys judged byte for byte, as the merge judges them (a nocase default_collation or a
+      column's COLLATE would make 'a' and 'A' one key here and two in the merge) -#}
+  select
+    {%- for col in key_columns %}
+    any_value({{ dbt_merge.quote_identifier(col) }}) as {{ dbt_merge.quote_identifier(col) }},
+    {%- endfor %}
+    count(*) as n_records,
+    case when bool_or({{ any_null }}) then 'null key' else 'duplicate key' end as problem
+  from {{ model }}
+  group by {{ dbt_merge.compared_list(compare, key_columns) }}
+  having count(*) > 1 or bool_or({{ any_null }})
+  {%- else %}
   select
     {{ dbt_merge.column_list(key_columns) }}{{ ',' if key_columns }}
     count(*) as n_records,
@@ -30,6 +44,7 @@
   group by {{ dbt_merge.column_list(key_columns) }}
   {%- endif %}
   having count(*) > 1 or {{ any_null }}
+  {%- endif %}
 {% endmacro %}
 
 
@@ -41,4 +56,29 @@
 -#}
 {% macro _configured_unique_key(relation) %}
   {{ return(dbt_merge.as_list(dbt_merge._tested_node_config(relation).get('unique_key'))) }}
+{% endmacro %}
+
+
+{#- compare_kinds of the tested relation's `key_columns` that an engine could compare by a
+    collation (on DuckDB: text, JSON, nested values holding text), read from the relation as the
+    test sees it (a `where:` config included); {} elsewhere or at parse time. -#}
+{% macro _key_compare(relation, key_columns) %}
+  {{ return(adapter.dispatch('_key_compare', 'dbt_merge')(relation, key_columns)) }}
+{% endmacro %}
+
+{% macro default___key_compare(relation, key_columns) %}
+  {{ return({}) }}
+{% endmacro %}
+
+{% macro duckdb___key_compare(relation, key_columns) %}
+  {% if not execute or not key_columns %}
+    {{ return({}) }}
+  {% endif %}
+  {% set wanted = key_columns | map('lower') | list %}
+  {% set columns = [] %}
+  {% for row in dbt_merge.run_sql('describe select * from ' ~ relation, 'dbt_merge_describe').rows
+       if row[0] | lower in wanted %}
+    {% do columns.append(api.Column.create(row[0], row[1])) %}
+  {% endfor %}
+  {{ return(dbt_merge.compare_kinds(columns)) }}
 {% endmacro %}

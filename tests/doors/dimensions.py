@@ -38,6 +38,7 @@ import duckdb
 import pyarrow as pa
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from reliability.cases import _without_local_constants
 
 settings.register_profile(
     "doors", derandomize=True, database=None, phases=[Phase.generate], deadline=None,
@@ -203,7 +204,8 @@ def draw_scenarios(n: int, profile: str = "doors") -> list[Scenario]:
     def collect(scenario: Scenario) -> None:
         drawn.append(scenario)
 
-    collect()
+    with _without_local_constants():  # the same draws whatever the project's modules hold
+        collect()
     chosen: list[Scenario] = []
     for novelty in (lambda s: (s.form, s.kind, s.caller), lambda s: (s.kind, s.junk, s.dry_run),
                     lambda s: s.identifier, lambda s: s.text, id):
@@ -227,7 +229,8 @@ def draw_identifiers(n: int, without: str = "") -> list[str]:
         if name not in found and not set(name) & set(without) and name.strip() == name:
             found.append(name)
 
-    collect()
+    with _without_local_constants():
+        collect()
     return found[:n]
 
 

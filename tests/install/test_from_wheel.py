@@ -263,9 +263,10 @@ def test_duckdb_extra_runs_a_new_dbt_project(installs, tmp_path):
         f"select id, name from read_parquet('{dataset}/**/*.parquet') order by id"
     ).fetchall()
     assert rows == [(1, "ann"), (2, "bobby"), (3, "cy"), (4, "dee")]
-    # beside it only the dataset's work folder, holding nothing but its lock file
+    # beside it only the dataset's work folder, holding nothing but its two lock files
     assert sorted(p.name for p in dataset.parent.iterdir()) == [".customers.dbt_merge", "customers"]
-    assert [p.name for p in (dataset.parent / ".customers.dbt_merge").iterdir()] == ["lock"]
+    assert sorted(p.name for p in (dataset.parent / ".customers.dbt_merge").iterdir()) == [
+        "lock", "publish.lock"]
     report = venv.run(["dbt-merge", "report", "target/run_results.json"], cwd=project)
     assert "customers_dataset" in report and "full_merge" in report
 

@@ -482,6 +482,30 @@ def test_home_folder_and_paths_readers_could_not_glob(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home"]
 
 
+@pytest.mark.parametrize("name", ["a[1].parquet", "a?.parquet", "a\\1.parquet"])
+def test_the_readers_refuse_a_file_name_duckdb_would_glob(tmp_path, name):
+    """Another tool's `a[1].parquet` beside `a1.parquet`: read_dataset and dataset_files refuse
+    it, naming the file, and nothing is changed. Before: DuckDB expanded each listed path, so
+    read_dataset returned a1's row twice and never a[1]'s, with no error."""
+    from dbt_merge.parquet import dataset_files
+    from dbt_merge.parquet import read_dataset as package_read
+
+    pq.write_table(table([1], ["from a1"]), tmp_path / "a1.parquet")
+    pq.write_table(table([2], ["from the odd one"]), tmp_path / name)
+    before = fingerprint(tmp_path)
+    expected = f"the file '{tmp_path / name}' has "
+    with pytest.raises(ParquetMergeError, match="Rename it without") as error:
+        package_read(tmp_path)
+    assert expected in str(error.value) and "Nothing was read." in str(error.value)
+    with pytest.raises(ParquetMergeError, match="Rename it without") as error:
+        with dataset_files(tmp_path):
+            raise AssertionError("the block ran")
+    assert expected in str(error.value)
+    assert fingerprint(tmp_path) == before
+    (tmp_path / name).unlink()
+    assert package_read(tmp_path).to_pylist() == [{"id": 1, "v": "from a1"}]
+
+
 @pytest.mark.parametrize("where", ["delta here", "hudi in a parent", "iceberg in a parent",
                                    "delta below"])
 def test_another_table_formats_folder_is_refused(tmp_path, where):

@@ -210,3 +210,80 @@ def test_readers_during_a_loop_of_swaps_see_one_state(tmp_path, partitioned):
             thread.join()
     assert bad == [] and len(reads) >= 10, (bad[:5], len(reads))
     assert sorted(p.name for p in root.parent.iterdir()) == [".ds.dbt_merge", "ds"]
+
+
+def test_the_work_folder_stays_on_the_datasets_file_system_and_where_it_can_be_made(tmp_path):
+    """A `k=v` dataset folder just inside a mount point (`/dev/shm/run=1`): its work folder is
+    beside it, on its file system (before: `/dev/.shm.dbt_merge`, on /dev's file system: the
+    swap failed with a raw EXDEV OSError and left that folder behind). A `k=v` folder inside a
+    folder this process cannot write (run as `nobody` when the test runs as root): beside
+    itself (before: a raw PermissionError making `.mine.dbt_merge` one level up). A partition
+    folder of a larger dataset still shares the outer work folder (`.sales.dbt_merge`)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import uuid
+
+    sales = tmp_path / "sales"
+    assert commit.work_dir(sales / "d=1" / "h=2") == tmp_path / ".sales.dbt_merge"
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == shm.parent.stat().st_dev:
+        pytest.skip("no /dev/shm mount here")
+    root = shm / f"run={uuid.uuid4().hex}"
+    try:
+        assert commit.work_dir(root) == shm / f".{root.name}.dbt_merge"
+        report = run_merge(table([1, 2]), root, "id", durable=False)
+        assert report.stats["inserted"] == 2
+        assert read_dataset(root)[1] == [{"id": 1, "v": "v"}, {"id": 2, "v": "v"}]
+        assert not (shm.parent / ".shm.dbt_merge").exists()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(shm / f".{root.name}.dbt_merge", ignore_errors=True)
+
+    # a folder of one's own inside a folder one cannot write
+    locked = shm / f"locked{uuid.uuid4().hex}"
+    mine = locked / "mine"
+    try:
+        mine.mkdir(parents=True)
+        locked.chmod(0o755)
+        prefix: list[str] = []
+        if os.getuid() == 0:
+            os.chown(mine, 65534, 65534)
+            prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        else:
+            locked.chmod(0o555)
+        code = (
+            "import pyarrow as pa\n"
+            "from dbt_merge.parquet import run_merge\n"
+            f"r = run_merge(pa.table({{'id': [1], 'v': ['v']}}), {str(mine / 'run=1')!r}, 'id')\n"
+            "print(r.stats['inserted'])\n"
+        )
+        done = subprocess.run([*prefix, sys.executable, "-c", code], capture_output=True,
+                              text=True, env={**os.environ, "HOME": "/tmp"})
+        assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr[-2000:]
+        assert sorted(p.name for p in mine.iterdir()) == [".run=1.dbt_merge", "run=1"]
+        assert sorted(p.name for p in locked.iterdir()) == ["mine"]
+    finally:
+        locked.chmod(0o755)
+        shutil.rmtree(locked, ignore_errors=True)
+
+
+def test_a_merge_inside_a_reader_block_of_the_same_thread_is_refused(dataset):
+    """A merge into the dataset (or into a partition folder sharing its work folder) inside a
+    `with dataset_files(...)` block of the same thread: refused at once, naming the fix, the
+    dataset unchanged; after the block it merges. Before: it waited forever for the block's
+    own lock, holding the dataset's writer lock (every other merge waited too)."""
+    from dbt_merge.parquet import dataset_files
+
+    before = fingerprint(dataset)
+    with dataset_files(dataset) as files:
+        assert len(files) == 2
+        for target in (dataset, dataset / "d=1"):
+            with pytest.raises(ParquetMergeError, match="Merge after the block ends") as error:
+                run_merge(table([1, 99], "new"), target, "id", durable=False)
+            expected = f"the merge into '{target}' runs inside a `with dataset_files"
+            assert expected in str(error.value)
+        assert fingerprint(dataset) == before
+    report = run_merge(table([1, 99], "new"), dataset, "id", durable=False)
+    assert (report.stats["inserted"], report.stats["updated"]) == (1, 1)

@@ -127,7 +127,8 @@ INTERNAL_NAMES = [
 ]  # fmt: skip
 #: Names of macros/ that never name a column or alias in the SQL, so the cases need not use
 #: them: a statement's name, a variable of the Python door's context, a suffix of a table name.
-NOT_COLUMN_NAMES = {"dbt_merge_branch", "dbt_merge_branches", "dbt_merge_new_"}
+NOT_COLUMN_NAMES = {"dbt_merge_branch", "dbt_merge_branches", "dbt_merge_new_", "dbt_merge_view",
+                    "dbt_merge_views"}
 RESERVED_NAMES = [
     "select", "from", "where", "order", "group", "by", "key", "value", "table", "end", "case",
     "when", "null", "limit", "using", "on", "merge", "matched", "set", "values", "join", "as",

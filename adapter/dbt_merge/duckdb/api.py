@@ -26,6 +26,7 @@ from dbt_merge.duckdb.connection import (
     DuckDBRunner,
     Relation,
 )
+from dbt_merge.duckdb.history import create_table
 from dbt_merge.duckdb.names import reads_table, resolve_target
 from dbt_merge.errors import MergeError
 from dbt_merge.options import MergeOptions, merge_config
@@ -105,6 +106,8 @@ def merge_table(
                 select = reader.sql_query()
             if runner.in_transaction():
                 raise ConnectionInUse("the connection has a transaction open", "open")
+            if cfg.get("history_table") and not cfg.get("dry_run"):
+                _create_history_table(connection, macros, cfg["history_table"], this)
             runner.begin()
             began = True
             try:
@@ -124,6 +127,22 @@ def merge_table(
         raise MergeError(prefix + _in_use(error, began, rolled_back)) from None
     del reader  # what it registered is released with it
     return MergeResult.from_stats(stats)
+
+
+def _create_history_table(connection: Any, macros: MacroContext, name: str, this: Any) -> None:
+    """merge_history_table, created if missing before the merge's transaction begins, on a
+    cursor of its own (committed at once), one thread at a time, as the dbt materialization
+    creates it: two merges' transactions that both create it would fail with `Catalog
+    write-write conflict`. A name it cannot be created under (a missing schema) is left to the
+    merge's own statement, which fails inside its transaction, rolled back."""
+    relation = macros.get("_history_relation")(name, this)
+    cursor = connection.cursor()
+    try:
+        create_table(cursor, macros.get("_create_history_sql")(relation))
+    except duckdb.Error:
+        pass
+    finally:
+        cursor.close()
 
 
 #: One lock per table of a database this process writes (see _table_turn).

@@ -323,12 +323,18 @@ class _History:
         )
 
     def _macros(self, con, fail) -> MacroContext:
+        def columns(relation) -> list[Column]:
+            # record_merge_history reads the history table's columns (`versions` or not)
+            rows = con.execute(f"describe select * from {relation}").fetchall()
+            return [Column(row[0], row[1]) for row in rows]
+
         return MacroContext(
             self.config,
             _Session(con, "").query,
             fail,
             context=self.context,
             error=ParquetMergeError,
+            adapter_methods={"get_columns_in_relation": columns},
         )
 
     def ensure(self) -> None:
@@ -599,10 +605,18 @@ class _Merge:
             )
             self.s.created.append(("view", plan["stage"]))
         source = self._checked_source(plan)
+        columns = plan["target_names"]
+        if build:
+            # as a reader of the files sees them afterwards, and every later merge reports
+            # them: the files' columns, then the partition columns (folders), nesting order
+            lowered = [p.lower() for p in partitions]
+            columns = [c for c in columns if c.lower() not in lowered] + sorted(
+                (c for c in columns if c.lower() in lowered), key=lambda c: lowered.index(c.lower())
+            )
         report = MergeReport(
             stats={},
             root=str(self.root),
-            columns=plan["target_names"],
+            columns=columns,
             partition_columns=partitions,
             hive_types=hive_types or {},
         )
@@ -1197,9 +1211,21 @@ def dataset_files(target_path: str | os.PathLike) -> Iterator[list[str]]:
     `target_path/**/*.parquet` taken while a merge publishes may not be (DuckDB skips a listed
     file that is gone when it looks at it; see docs/parquet-datasets.md, Readers). A merge
     waits to publish until such blocks end. `target_path` is resolved as the merge resolves it
-    (`~`, symlinks, `..`)."""
+    (`~`, symlinks, `..`). A file whose path has a glob character or a backslash (another
+    tool's `a[1].parquet`) is refused: DuckDB expands every path of a list it reads, so a read
+    of the list would read another file in its place."""
     root = Path(os.path.realpath(os.path.expanduser(os.fspath(target_path))))
     with commit.dataset_files(root) as files:
+        for f in files:
+            odd = sorted({ch for ch in f if ch in paths.GLOB_CHARACTERS + "\\"})
+            if odd:
+                raise ParquetMergeError(
+                    f"dbt_merge: dataset '{target_path}': the file '{f}' has {' '.join(odd)} "
+                    "in its path, which DuckDB reads as a glob (or a backslash as an escape) in "
+                    "every path of a list it reads: a read of the dataset's files would read "
+                    "another file in its place, or none. Rename it without * ? [ { \\. "
+                    "Nothing was read."
+                )
         yield files
 
 

@@ -5,9 +5,10 @@ The commit protocol, whole:
 1. A lock (`flock`) on `<parent>/.<name>.dbt_merge/lock` serializes writers of one dataset.
    Everything else in that work folder is scratch: whatever a killed merge left there is
    deleted by the next merge, under the lock, before it starts. The work folder is outside
-   every dataset a reader may glob: for a folder of hive partitions (`sales/d=1`, `k=v` names)
-   it is next to the outermost folder above them (`.sales.dbt_merge` beside `sales`), whose
-   readers of `sales/**/*.parquet` would otherwise read the work files (work_dir).
+   the dataset: for a folder of hive partitions (`sales/d=1`, `k=v` names) it is next to the
+   outermost folder above them on the same file system that the process may write in
+   (`.sales.dbt_merge` beside `sales`), whose readers of `sales/**/*.parquet` would otherwise
+   read the work files (work_dir). A plain folder above the dataset is not climbed.
 2. New files are written into the work folder, never into the dataset.
 3. The directory holding every change (layout.plan_swap) is rebuilt in the work folder: hard
    links to each file that stays (no data is copied), plus the new files.
@@ -47,6 +48,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -73,11 +75,35 @@ def work_dir(root: Path) -> Path:
     (`sales/d=1` -> `.sales.dbt_merge` beside `sales`): inside `sales`, a reader of
     `sales/**/*.parquet` would read its work files (the new files, the swapped-out old
     folder). Merges into `sales` and into any of its partition folders share it, and so take
-    turns."""
+    turns. It climbs only to a folder on the dataset's file system that this process may
+    write in: a `k=v` folder just inside a mount point (`/dev/shm/run=1`) or inside a folder
+    it cannot write keeps its work folder beside itself (the swap is a rename, which cannot
+    cross file systems, and a folder that cannot be made there is no work folder)."""
     top = root
+    device = _device(root)
     while _HIVE_FOLDER.match(top.name) and top.parent != top and top.parent.name:
+        above = top.parent.parent
+        if _device(above) != device or not _writable(above):
+            break
         top = top.parent
     return top.parent / f".{top.name}.dbt_merge"
+
+
+def _existing(path: Path) -> Path:
+    """`path`, or its nearest parent that exists (a first merge creates the rest)."""
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    return path
+
+
+def _device(path: Path) -> int:
+    return _existing(path).stat().st_dev
+
+
+def _writable(folder: Path) -> bool:
+    """Whether this process may create a folder in `folder` (or, when it does not exist yet,
+    in its nearest existing parent, where the first merge creates it)."""
+    return os.access(_existing(folder), os.W_OK | os.X_OK)
 
 
 def _old_work_dir(root: Path) -> Path | None:
@@ -133,6 +159,14 @@ def transaction(
         with _shared_lock(work / "lock"):
             yield Transaction(root, work, tx_id)
         return
+    if _blocks().get(work):
+        raise ParquetMergeError(
+            f"the merge into '{root}' runs inside a `with dataset_files(...)` block (or a "
+            "read_dataset) of the same thread over this dataset (or the larger one it is a "
+            "partition of): the block holds the dataset's publish lock until it ends, and the "
+            "merge's publish would wait for it forever. Merge after the block ends (read what "
+            "you need into memory inside it). The dataset was not changed."
+        )
     root.parent.mkdir(parents=True, exist_ok=True)
     work.mkdir(exist_ok=True)
     with open(work / "lock", "a+") as lock:
@@ -175,8 +209,24 @@ def dataset_files(root: Path) -> Iterator[list[str]]:
     a merge or after it, never a mix (a glob of `root/**/*.parquet` taken while a merge
     publishes may not be: see the module). The publish lock is taken shared; when no merge of
     the package ever ran there, there is none to take."""
-    with _shared_lock(work_dir(root) / "publish.lock"):
-        yield [str(root / rel) for rel in list_files(root)]
+    work = work_dir(root)
+    blocks = _blocks()  # a merge of this thread inside the block would wait for it forever
+    blocks[work] = blocks.get(work, 0) + 1
+    try:
+        with _shared_lock(work / "publish.lock"):
+            yield [str(root / rel) for rel in list_files(root)]
+    finally:
+        blocks[work] -= 1
+
+
+_READING = threading.local()
+
+
+def _blocks() -> dict[Path, int]:
+    """This thread's open dataset_files blocks, by work folder."""
+    if not hasattr(_READING, "blocks"):
+        _READING.blocks = {}
+    return _READING.blocks
 
 
 @contextmanager

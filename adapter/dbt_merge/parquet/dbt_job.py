@@ -69,15 +69,38 @@ _PENDING_LOCK = threading.Lock()
 _NUMBERS = itertools.count()
 
 
-def run_job(connection: Any, args: dict[str, Any]) -> None:
-    """Merge the model's SELECT (args['sql']) into args['location'] on the model's connection;
-    write the outcome to the temporary table args['result']."""
+def check_job(connection: Any, args: dict[str, Any]) -> None:
+    """Before the model's pre-hooks: refuse the model as run_job would before merging (another
+    release of the dbt package, a location run_merge refuses, another model's folder, another
+    table format's): the refusal, or NULL, in the temporary table args['result']. run_job
+    checks again (the pre-hooks run in between)."""
+    con = _cursor(connection)
+    error = version.mismatch(args.get("dbt_package_version"))
+    if error is None:
+        try:
+            _checked_location(args)
+        except ParquetMergeError as e:
+            error = str(e)
+        except duckdb.Error as e:
+            error = f"{type(e).__name__}: {e}"
+    _write_result(con, args["result"], (error, *[None] * 11))
+
+
+def _cursor(connection: Any) -> Any:
+    """The DuckDB connection under dbt-duckdb's wrappers, ready for a relation read."""
     con = getattr(connection, "_cursor", connection)  # dbt-duckdb wraps its cursor
     con = getattr(con, "_cursor", con)
     if hasattr(con, "complete"):
         # a pre-hook's result nobody fetched (`select 1`): DuckDB 2.0 refuses every relation
         # read on the connection until it is run to its end
         con.complete()
+    return con
+
+
+def run_job(connection: Any, args: dict[str, Any]) -> None:
+    """Merge the model's SELECT (args['sql']) into args['location'] on the model's connection;
+    write the outcome to the temporary table args['result']."""
+    con = _cursor(connection)
     row: tuple
     mismatch = version.mismatch(args.get("dbt_package_version"))
     if mismatch:  # the dbt package that sent this job is another release: refused first
