@@ -263,6 +263,29 @@ def test_views_spark_reads_at_an_old_definition_are_refused(spark):
     assert refused(source, conf={"spark.sql.legacy.v1IdentifierNoCatalog": "true"},
                    merge_update_condition=subquery("stale_nocatalog_v")).startswith(
         f"{conditions}{SCHEMA}.stale_nocatalog_v, ")
+    # a table dropped (as dbt drops a table model turned into a view) that the session's Iceberg
+    # catalog cache still holds, a view made in its place: Spark reads the dropped table's rows,
+    # and its plan shows a table, not the view
+    cached_v = f"{SCHEMA}.cached_v"
+    spark.sql(f"create table {cached_v} using iceberg as "
+              "select 9 as id, 'old' as name, 9 as updated_at")
+    assert spark.table(cached_v).count() == 1
+    spark.sql(f"drop table {cached_v}")
+    spark.sql(f"create view {cached_v} as select * from {raw}")
+    assert [tuple(r) for r in spark.table(cached_v).collect()] == [(9, "old", 9)]
+    state = _session_state(spark)
+    cached = (f"{cached_v} as a table, but the metastore registers it as a view: this Spark "
+              "session's Iceberg catalog cache still holds a table of that name dropped since "
+              "(spark.sql.catalog.spark_catalog.cache-enabled), and the merge would read the "
+              f"dropped table's rows. Run refresh table {cached_v} in this session")
+    assert refused(spark.table(cached_v)).startswith(f"the DataFrame reads {cached}")
+    assert refused(source, merge_update_condition=subquery("cached_v")).startswith(
+        conditions + cached)
+    # the fix the message names: the view read, the merge not refused (a dry run)
+    spark.sql(f"refresh table {cached_v}")
+    assert spark.table(cached_v).count() == 4
+    assert merge_dataframe(spark.table(cached_v), table, key_columns="id", dry_run=True).dry_run
+    assert _rows(spark, table) == TARGET and _snapshots(spark, table) == snapshots
     # a view never replaced, its name redacted: merged, as it reads (2's name in the table is in
     # it: 2's change is not held back)
     spark.conf.set("spark.sql.redaction.string.regex", "token")

@@ -26,6 +26,10 @@
     told) is refused, never read as "no views";
   - (dbt) every view model upstream of the model in dbt's graph, through tables and other
     models: a table built today from a view read at its old definition holds old rows too.
+  - the tables of the session catalog the plan reads through Iceberg's catalog (RelationV2): one
+    the metastore registers as a view now is a table dropped since that the session's Iceberg
+    catalog cache still holds (dbt invoked twice in one process, a model turned from table into
+    view): Spark would read the dropped table's rows; refused, naming `refresh table`.
   Their metastore properties are read with one SHOW TABLE EXTENDED per schema. A view of the
   session catalog whose properties say ICEBERG-VIEW and name a previous metadata file has had a
   second version written since it was created (replaced, or altered: ALTER VIEW SET
@@ -50,6 +54,10 @@
   {% set read = dbt_merge._views_read(sql, cfg, target) %}
   {% if read.unreadable %}
     {{ dbt_merge.raise_merge_error(dbt_merge._unreadable_plan_message(read.unreadable)) }}
+  {% endif %}
+  {% set cached = dbt_merge.views_read_as_tables(read.tables) %}
+  {% if cached %}
+    {{ dbt_merge.raise_merge_error(dbt_merge.cached_tables_message(cached, read.reader)) }}
   {% endif %}
   {% set upstream = dbt_merge._upstream_view_models() %}
   {% set stale = dbt_merge.replaced_iceberg_views(read.views + upstream) %}
@@ -76,6 +84,36 @@
       ~ ", then run its model or create it as before), and have dbt drop an Iceberg view before replacing it:"
       ~ " add the one-line macro spark__create_view_as to your project's macros (docs/spark.md, Views on an"
       ~ " Iceberg session catalog). The target was not changed.") }}
+{% endmacro %}
+
+{#- Of `tables` ([{schema, name}]: relations Spark's plan reads as tables of the session
+    catalog), those the metastore registers as views now: the session's Iceberg catalog cache
+    still holds a table of that name that was dropped (spark.sql.catalog.spark_catalog.cache-enabled,
+    30 s by default), and Spark reads the dropped table's rows, not the view. One SHOW TABLE
+    EXTENDED per schema. -#}
+{% macro views_read_as_tables(tables) %}
+  {% set schemas = {} %}
+  {% for table in tables %}
+    {% do schemas.setdefault(table.schema | lower, []).append(table) %}
+  {% endfor %}
+  {% set found = [] %}
+  {% for wanted in schemas.values() %}
+    {% for view in dbt_merge.catalog_views(wanted[0].schema, wanted | map(attribute='name') | list) %}
+      {% do found.append({'schema': wanted[0].schema, 'name': view.name}) %}
+    {% endfor %}
+  {% endfor %}
+  {{ return(found) }}
+{% endmacro %}
+
+{% macro cached_tables_message(cached, reader="the model's SELECT") %}
+  {% set names = [] %}
+  {% for table in cached %}{% do names.append(table.schema ~ '.' ~ table.name) %}{% endfor %}
+  {{ return(reader ~ " reads " ~ names | join(', ') ~ " as a table, but the metastore registers "
+      ~ ("it" if names | length == 1 else "them") ~ " as a view: this Spark session's Iceberg catalog cache"
+      ~ " still holds a table of that name dropped since (spark.sql.catalog.spark_catalog.cache-enabled),"
+      ~ " and the merge would read the dropped table's rows. Run refresh table " ~ names[0]
+      ~ " in this session (or run dbt in a new process, or set spark.sql.catalog.spark_catalog.cache-enabled"
+      ~ " to false) and run the merge again. The target was not changed.") }}
 {% endmacro %}
 
 {% macro _unreadable_plan_message(unreadable) %}
@@ -160,7 +198,7 @@
 {% macro _parse_plan_views(text) %}
   {% set redacted = '*********(redacted)' %}
   {% set head, tail = '== Analyzed Logical Plan ==\n', '\n== Optimized Logical Plan ==' %}
-  {% set result = {'views': [], 'unreadable': none, 'error': none} %}
+  {% set result = {'views': [], 'tables': [], 'unreadable': none, 'error': none} %}
   {% set analyzed = text.split(head, 1)[1] if head in text else '' %}
   {% if tail not in analyzed and modules.re.match('^[a-z][\\w$]*(\\.[\\w$]+)+(Exception|Error): ', analyzed)
         and not modules.re.search('\\.\\.\\. \\d+ more characters\\s*$', text) %}
@@ -174,9 +212,21 @@
   {% endif %}
   {% set lines = analyzed.split(tail, 1)[0].split('\n') %}
   {% set part = '`(?:[^`]|``)+`' %}
+  {% set alias = {'name': none} %}
   {% for line in lines[1:] if not result.unreadable %}
     {% set node = modules.re.match("^[\\s:|+!'-]*(\\S*)(.*)$", line) %}
     {% set name = modules.re.split('[(\\[]', node.group(1))[0] %}
+    {#- a table of the session catalog read through Spark's DataSource V2 path (Iceberg's catalog,
+        whose cache may hold a table dropped since): its name, from the SubqueryAlias above it -#}
+    {% if name == 'RelationV2' and alias.name %}
+      {% set parts = [] %}
+      {% for p in modules.re.findall('`((?:[^`]|``)+)`|([^.`]+)', alias.name) %}{% do parts.append((p[0] | replace('``', '`')) or p[1]) %}{% endfor %}
+      {% if parts | length == 3 and parts[0] == 'spark_catalog' and redacted not in alias.name %}
+        {% set table = {'schema': parts[1], 'name': parts[2], 'shown': none} %}
+        {% if table not in result.tables %}{% do result.tables.append(table) %}{% endif %}
+      {% endif %}
+    {% endif %}
+    {% do alias.update({'name': node.group(2) | trim if name == 'SubqueryAlias' else none}) %}
     {% if redacted in node.group(1) or name.endswith('*********') %}
       {% do result.update({'unreadable': {'reason': 'redacted', 'line': line}}) %}
     {% elif name == 'View' %}

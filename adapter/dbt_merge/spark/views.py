@@ -23,9 +23,17 @@ def refuse_stale_views(df: Any, macros: Any) -> None:
     """Raise the merge's error (macros.raise_merge_error, with the macros' stale_views_message)
     when `df` reads a replaced or altered Iceberg view; return when it reads none."""
     catalog = df.sparkSession._jsparkSession.sessionState().catalog().externalCatalog()
+    plan = df._jdf.queryExecution().analyzed()
+    cached = [
+        {"schema": schema, "name": name}
+        for schema, name in tables_read(plan)
+        if _table_type(catalog, schema, name) == "VIEW"
+    ]
+    if cached:
+        macros.raise_merge_error(macros.cached_tables_message(cached))
     stale = [
         {"schema": schema, "name": name, "shown": None, "upstream": None}
-        for schema, name in views_read(df._jdf.queryExecution().analyzed())
+        for schema, name in views_read(plan)
         if _replaced_iceberg_view(catalog, schema, name)
     ]
     if stale:
@@ -49,6 +57,35 @@ def views_read(plan: Any) -> list[tuple[str, str]]:
         for nested in (node.children(), node.subqueries()):
             stack.extend(nested.apply(i) for i in reversed(range(nested.size())))
     return found
+
+
+def tables_read(plan: Any) -> list[tuple[str, str]]:
+    """(database, name) of each table of the session catalog a JVM logical plan reads through
+    Spark's DataSource V2 path (Iceberg's catalog, which caches tables), once, in plan order."""
+    found: list[tuple[str, str]] = []
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        if node.nodeName() == "DataSourceV2Relation" and node.catalog().isDefined() \
+                and node.identifier().isDefined() \
+                and node.catalog().get().name() == "spark_catalog":
+            identifier = node.identifier().get()
+            namespace = list(identifier.namespace())
+            if len(namespace) == 1 and (namespace[0], identifier.name()) not in found:
+                found.append((namespace[0], identifier.name()))
+        for nested in (node.children(), node.subqueries()):
+            stack.extend(nested.apply(i) for i in reversed(range(nested.size())))
+    return found
+
+
+def _table_type(catalog: Any, schema: str, name: str) -> str | None:
+    """The metastore's type of schema.name now (VIEW, MANAGED, EXTERNAL), None when not there."""
+    from py4j.protocol import Py4JJavaError
+
+    try:
+        return str(catalog.getTable(schema, name).tableType().name())
+    except Py4JJavaError:
+        return None
 
 
 def _replaced_iceberg_view(catalog: Any, schema: str, name: str) -> bool:
