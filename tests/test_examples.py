@@ -425,8 +425,9 @@ def test_the_spark_walk_through_and_the_example_project_run_as_the_docs_say(spar
 def test_a_replaced_iceberg_view_is_refused_and_the_macro_fixes_it(spark_runs, spark, tmp_path):
     """The same project without macros/spark__create_view_as.sql: dbt replaces stg_customers
     (now day 1's SQL) as an Iceberg view, which Spark reads at day 2's: the merge refuses,
-    naming the view and the fix, and leaves customers as it was. With the macro, the same command
-    drops the view, creates it anew and merges day 1."""
+    naming the view and the fix, and leaves customers as it was; so does a merge from a table
+    model built from that view in the same run (the view upstream in dbt's graph), which builds
+    nothing. With the macro, the same command drops the view, creates it anew and merges day 1."""
     copy, _, _ = spark_runs
 
     def customers():
@@ -438,24 +439,37 @@ def test_a_replaced_iceberg_view_is_refused_and_the_macro_fixes_it(spark_runs, s
     bare = tmp_path / "without_macro"
     shutil.copytree(copy, bare, symlinks=True,  # dbt_packages/dbt_merge links to this checkout
                     ignore=shutil.ignore_patterns("target", "logs", "macros"))
+    (bare / "models" / "int_customers.sql").write_text(
+        "{{ config(materialized='table', file_format='iceberg') }}\n"
+        "select * from {{ ref('stg_customers') }}\n")
+    (bare / "models" / "merges" / "customers_from_table.sql").write_text(
+        "{{ config(materialized='merge', unique_key='customer_id') }}\n"
+        "select * from {{ ref('int_customers') }}\n")
     command = ["run", "--target", "spark", "--select", "+customers", "--vars", "{day: 1}"]
     with pytest.MonkeyPatch.context() as patch:
         patch.delenv("DBT_PROFILES_DIR", raising=False)
         patch.chdir(bare)
-        result = dbtRunner().invoke(command)
+        result = dbtRunner().invoke(command[:-2] + ["+customers_from_table", *command[-2:]])
     assert not result.success
     outcome = {r.node.name: (str(r.status), r.message) for r in result.result.results}
     assert outcome["stg_customers"] == ("success", "OK")
-    status, message = outcome["customers"]
-    assert status == "error"
-    assert (
-        "dbt_merge: model 'customers': the model's SELECT reads analytics.stg_customers, an "
-        "Iceberg view replaced (create or replace view) since it was created." in message
-    ), message
-    assert "drop view analytics.stg_customers" in message and "spark__create_view_as" in message
-    assert ("(docs/spark.md, Views on an Iceberg session catalog). The target was not "
-            "changed.") in message
+    assert outcome["int_customers"] == ("success", "OK")
+    fix = ("Drop the view and create it again (drop view analytics.stg_customers, then run its "
+           "model or create it as before), and have dbt drop an Iceberg view before replacing it: "
+           "add the one-line macro spark__create_view_as to your project's macros (docs/spark.md, "
+           "Views on an Iceberg session catalog). The target was not changed.")
+    for model, read in [("customers", "analytics.stg_customers"),
+                        ("customers_from_table", "analytics.stg_customers (upstream of the model, "
+                                                 "through analytics.int_customers)")]:
+        status, message = outcome[model]
+        assert status == "error", (model, message)
+        assert (
+            f"dbt_merge: model '{model}': the model's SELECT reads {read}, an Iceberg view "
+            "replaced or altered (create or replace view, alter view) since it was created."
+            in message), message
+        assert fix in message, message
     assert customers() == before
+    assert not spark.catalog.tableExists("analytics.customers_from_table")
     # what Spark reads is still day 2's extract, whatever the view's SQL now says
     # (day 2 has customers 2 to 5, day 1 has 1 to 4)
     assert [r[0] for r in spark.sql(
@@ -470,6 +484,43 @@ def test_a_replaced_iceberg_view_is_refused_and_the_macro_fixes_it(spark_runs, s
         "show tblproperties analytics.stg_customers").collect()}
     assert properties["table_type"] == "ICEBERG-VIEW"
     assert "previous_metadata_location" not in properties
+
+
+@pytest.mark.spark
+def test_the_view_macro_keeps_a_view_whose_sql_fails_and_passes_one_already_gone(
+        spark_runs, spark, tmp_path):
+    """macros/spark__create_view_as.sql (dbt_merge.spark_create_view_as) on Iceberg views dbt's
+    cache holds: one a pre_hook drops before the macro runs is created (dbt-spark's own replace
+    does that too), and one whose new SQL Spark refuses fails with Spark's error and is kept, as
+    it was, as dbt-spark's replace keeps it."""
+    copy, _, _ = spark_runs
+    project = tmp_path / "views"
+    shutil.copytree(copy, project, symlinks=True, ignore=shutil.ignore_patterns("target", "logs"))
+    (project / "models" / "v_gone.sql").write_text(
+        "{{ config(materialized='view', pre_hook='drop view if exists {{ this }}') }}\n"
+        "select 1 as id\n")
+    (project / "models" / "v_kept.sql").write_text(
+        "{{ config(materialized='view') }}\n"
+        "select {{ 'no_such_column' if var('broken', false) else 'customer_id' }} as id\n"
+        "from {{ ref('stg_customers') }}\n")
+    command = ["run", "--target", "spark", "--select", "v_gone", "v_kept"]
+    _run_commands([command], project)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("DBT_PROFILES_DIR", raising=False)
+        patch.chdir(project)
+        result = dbtRunner().invoke(command + ["--vars", "{broken: true}"])
+    outcome = {r.node.name: (str(r.status), r.message) for r in result.result.results}
+    assert outcome["v_gone"] == ("success", "OK")
+    status, message = outcome["v_kept"]
+    assert status == "error" and "UNRESOLVED_COLUMN" in message and "no_such_column" in message
+    assert [r[0] for r in spark.sql("select id from analytics.v_kept order by 1").collect()] == [
+        r[0] for r in spark.sql("select customer_id from analytics.stg_customers "
+                                "order by 1").collect()]
+    for view in ("v_gone", "v_kept"):
+        properties = {r[0]: r[1] for r in spark.sql(
+            f"show tblproperties analytics.{view}").collect()}
+        assert properties["table_type"] == "ICEBERG-VIEW", view
+        assert "previous_metadata_location" not in properties, view
 
 
 @pytest.mark.parametrize("name", ["merge_table.py", "merge_parquet_dataset.py"])

@@ -176,3 +176,123 @@ def test_pyspark_job_example(spark, capsys):
     assert second.snapshot_id is not None and second.snapshot_id != first.snapshot_id
     out = capsys.readouterr().out
     assert f"{SCHEMA}.example_customers: 1 inserted, 1 updated, 0 deleted, 1 unchanged" in out
+
+
+STALE = ("an Iceberg view replaced or altered (create or replace view, alter view) since it was "
+         "created. Spark reads a view of this catalog from the Hive metastore's view text, which "
+         "Iceberg writes only when it creates the view: the merge could read the first "
+         "definition, not the SQL the view has now. Drop the view and create it again (drop view "
+         "{view}, then run its model or create it as before)")
+
+
+@pytest.mark.spark
+def test_views_spark_reads_at_an_old_definition_are_refused(spark):
+    """Iceberg views (this session runs Iceberg's SQL extensions) whose metastore text is older
+    than their SQL: read by the DataFrame (its plan, or a subquery in it) or by a subquery of
+    merge_update_condition, delete_condition, incremental_predicates, also under the session
+    settings that change how Spark prints a plan (a view name printed without its catalog, a plan
+    cut short, names redacted). Each refused, naming the view, before anything is written: the
+    target, its snapshots and the session's settings as they were. A view altered (a property
+    set) is refused too (the message says so); a view never replaced passes."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+
+    table = _table(spark, "from_views", TARGET)
+    raw = _table(spark, "views_raw", TARGET + [(4, "d", 1)])
+    for view, sql in [("stale_v", f"select * from {raw} where id < 3"),
+                      ("stale_v", f"select * from {raw}"),
+                      ("fresh_token_v", f"select * from {raw}"),
+                      ("altered_v", f"select * from {raw}")]:
+        spark.sql(f"create or replace view {SCHEMA}.{view} as {sql}")
+    spark.sql(f"alter view {SCHEMA}.altered_v set tblproperties ('team' = 'crm')")
+    # what Spark reads of stale_v is still its first SQL
+    assert [r[0] for r in spark.table(f"{SCHEMA}.stale_v").collect()] == [1, 2]
+    source = spark.createDataFrame(SOURCE, COLUMNS)
+    snapshots, state = _snapshots(spark, table), _session_state(spark)
+
+    def subquery(view: str, column: str = "DBT_INTERNAL_SOURCE.name") -> str:
+        return f"{column} in (select name from {SCHEMA}.{view})"
+
+    def refused(df, conf: dict | None = None, **options) -> str:
+        saved = {k: spark.conf.get(k, None) for k in conf or {}}
+        for key, value in (conf or {}).items():
+            spark.conf.set(key, value)
+        try:
+            with pytest.raises(MergeError) as error:
+                merge_dataframe(df, table, key_columns="id", **options)
+            assert {k: spark.conf.get(k, None) for k in conf or {}} == (conf or {})
+        finally:
+            for key, value in saved.items():
+                spark.conf.unset(key) if value is None else spark.conf.set(key, value)
+        assert _rows(spark, table) == TARGET and _snapshots(spark, table) == snapshots
+        assert _session_state(spark) == state
+        return str(error.value).removeprefix(f"dbt_merge: table '{table}': ")
+
+    stale = f"{SCHEMA}.stale_v, " + STALE.format(view=f"{SCHEMA}.stale_v")
+    # the DataFrame's own plan: the view, and a view in a subquery of it
+    assert refused(spark.table(f"{SCHEMA}.stale_v")).startswith(f"the DataFrame reads {stale}")
+    assert refused(source.where(subquery("stale_v", "name"))).startswith(
+        f"the DataFrame reads {stale}")
+    # the conditions' subqueries (analyzed with the source and the target)
+    conditions = "the DataFrame, with its merge conditions, reads "
+    for options in ({"merge_update_condition": subquery("stale_v")},
+                    {"delete_condition": subquery("stale_v")},
+                    {"incremental_predicates": [subquery("stale_v", "DBT_INTERNAL_DEST.name")]}):
+        assert refused(source, **options).startswith(conditions + stale), options
+    update = {"merge_update_condition": subquery("stale_v")}
+    # a plan printed cut short is printed again at full length (the setting put back)
+    assert refused(source, conf={"spark.sql.maxPlanStringLength": "600"}, **update).startswith(
+        conditions + stale)
+    # a name Spark redacts: the views whose names it can be (here only stale_v is *le_v)
+    assert refused(source, conf={"spark.sql.redaction.string.regex": "sta"}, **update) \
+        .startswith(f"{conditions}{SCHEMA}.stale_v (printed `spark_catalog`.`{SCHEMA}`."
+                    f"`*********(redacted)le_v` by Spark, which redacts its name), "
+                    + STALE.format(view=f"{SCHEMA}.stale_v"))
+    # a plan node Spark redacts: which views the plan reads cannot be told
+    message = refused(source, conf={"spark.sql.redaction.string.regex": "View"}, **update)
+    assert message.startswith(
+        "cannot check whether the DataFrame reads an Iceberg view replaced since it was created"
+        ", which Spark would read at its first definition: Spark redacts part of its plan "
+        "(spark.sql.redaction.string.regex matches a name in it)"), message
+    # an altered view: refused as one replaced
+    assert refused(source, merge_update_condition=subquery("altered_v")).startswith(
+        f"{conditions}{SCHEMA}.altered_v, {STALE.format(view=f'{SCHEMA}.altered_v')}")
+    # a view Spark prints without its catalog (spark_catalog) when it first reads it
+    for sql in (f"select * from {raw} where id < 3", f"select * from {raw}"):
+        spark.sql(f"create or replace view {SCHEMA}.stale_nocatalog_v as {sql}")
+    state = _session_state(spark)
+    assert refused(source, conf={"spark.sql.legacy.v1IdentifierNoCatalog": "true"},
+                   merge_update_condition=subquery("stale_nocatalog_v")).startswith(
+        f"{conditions}{SCHEMA}.stale_nocatalog_v, ")
+    # a table dropped (as dbt drops a table model turned into a view) that the session's Iceberg
+    # catalog cache still holds, a view made in its place: Spark reads the dropped table's rows,
+    # and its plan shows a table, not the view
+    cached_v = f"{SCHEMA}.cached_v"
+    spark.sql(f"create table {cached_v} using iceberg as "
+              "select 9 as id, 'old' as name, 9 as updated_at")
+    assert spark.table(cached_v).count() == 1
+    spark.sql(f"drop table {cached_v}")
+    spark.sql(f"create view {cached_v} as select * from {raw}")
+    assert [tuple(r) for r in spark.table(cached_v).collect()] == [(9, "old", 9)]
+    state = _session_state(spark)
+    cached = (f"{cached_v} as a table, but the metastore registers it as a view: this Spark "
+              "session's Iceberg catalog cache still holds a table of that name dropped since "
+              "(spark.sql.catalog.spark_catalog.cache-enabled), and the merge would read the "
+              f"dropped table's rows. Run refresh table {cached_v} in this session")
+    assert refused(spark.table(cached_v)).startswith(f"the DataFrame reads {cached}")
+    assert refused(source, merge_update_condition=subquery("cached_v")).startswith(
+        conditions + cached)
+    # the fix the message names: the view read, the merge not refused (a dry run)
+    spark.sql(f"refresh table {cached_v}")
+    assert spark.table(cached_v).count() == 4
+    assert merge_dataframe(spark.table(cached_v), table, key_columns="id", dry_run=True).dry_run
+    assert _rows(spark, table) == TARGET and _snapshots(spark, table) == snapshots
+    # a view never replaced, its name redacted: merged, as it reads (2's name in the table is in
+    # it: 2's change is not held back)
+    spark.conf.set("spark.sql.redaction.string.regex", "token")
+    try:
+        result = merge_dataframe(source, table, key_columns="id", merge_update_condition=subquery(
+            "fresh_token_v", "DBT_INTERNAL_DEST.name"))
+    finally:
+        spark.conf.unset("spark.sql.redaction.string.regex")
+    assert (result.inserted, result.updated, result.unchanged, result.held_back) == (1, 1, 1, 0)
+    assert _rows(spark, table) == [(1, "a", 1), (2, "B", 2), (3, "c", 1), (4, "d", 1)]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -139,6 +140,49 @@ def test_dbt_merge_dbt_package_prints_and_copies_the_dbt_package_of_this_release
     # a folder that exists is left as it is
     assert main(["dbt-package", "--copy", str(tmp_path / "vendored")]) == 1
     assert "exists already" in capsys.readouterr().err
+
+
+def test_dbt_package_copy_refuses_folders_it_must_not_write(tmp_path, monkeypatch, capsys):
+    """--copy expands a ~ the shell left as written, and refuses, writing nothing: a folder inside
+    the dbt package (here a copy of it, as an installed wheel holds one: the copy would copy
+    itself), a folder inside dbt_packages/ (dbt deps empties it), a dangling link (it would be
+    followed to where it points)."""
+    home, package = tmp_path / "home", tmp_path / "site" / "dbt_merge" / "dbt_package"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(dbt_merge.version.dbt_package_dir(), package)
+    monkeypatch.setattr(dbt_merge.version, "dbt_package_dir", lambda: package)
+
+    def files() -> list[str]:
+        return sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")
+                      if p.is_file() or p.is_symlink())
+
+    before = files()
+    assert main(["dbt-package", "--copy=~/vendored"]) == 0
+    assert capsys.readouterr().out.strip() == str(home / "vendored")
+    assert (home / "vendored" / "macros" / "flow" / "run_merge.sql").is_file()
+    assert not (tmp_path / "~").exists()
+    shutil.rmtree(home / "vendored")
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    before = files()
+    for given, said in [
+        (str(package / "macros" / "vendor"),
+         f"{package / 'macros' / 'vendor'} is inside the dbt package being copied "
+         f"({package}); name a folder of your project"),
+        (str(package), f"{package} exists already"),
+        ("project/dbt_packages/dbt_merge",
+         f"{tmp_path / 'project' / 'dbt_packages' / 'dbt_merge'} is inside a dbt_packages "
+         "folder, which dbt deps empties; copy it to a folder of your project outside "
+         "dbt_packages (e.g. dbt_merge_package) and name that in packages.yml as `local:`"),
+        ("link", f"{tmp_path / 'link'} exists already"),
+        ("link/sub", f"{tmp_path / 'link'} is a link to {tmp_path / 'nowhere'}, which does not "
+                     "exist"),
+    ]:
+        assert main(["dbt-package", "--copy", given]) == 1, given
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"dbt-merge: error: --copy {given}: {said}"), line
+        assert files() == before, given
 
 
 # ------------------------------------------------------------------ licence

@@ -138,16 +138,42 @@ def _dbt_package(args: argparse.Namespace) -> int:
     if args.copy is None:
         print(source)
         return 0
-    target = Path(args.copy).resolve()
-    if target.exists():
-        raise RuntimeError(f"--copy {args.copy}: {target} exists already; name a new folder "
-                           "(an older copy: remove it first)")
+    target = _copy_destination(args.copy, source)
     target.mkdir(parents=True)
     shutil.copy2(source / "dbt_project.yml", target / "dbt_project.yml")
     shutil.copytree(source / "macros", target / "macros",
                     ignore=shutil.ignore_patterns("__pycache__"))
     print(target)
     return 0
+
+
+def _copy_destination(given: str, source: Path) -> Path:
+    """The new folder `--copy given` names, absolute (a leading ~ is the home folder, also when
+    the shell left it as written: `--copy=~/x`, a quoted '~/x'), with every link among its
+    existing parents resolved. Refused: anything already there, a dangling link included (it
+    would be followed to wherever it points); a folder inside the dbt package itself (the copy
+    would copy itself); a folder inside a dbt_packages/ folder (dbt deps empties it)."""
+    path = Path(os.path.abspath(os.path.expanduser(given)))
+    head = f"--copy {given}: "
+    if os.path.lexists(path):
+        raise RuntimeError(f"{head}{path} exists already; name a new folder (an older copy: "
+                           "remove it first)")
+    existing, rest = path, []
+    while not os.path.lexists(existing):
+        existing, rest = existing.parent, [existing.name, *rest]
+    if not existing.exists():
+        raise RuntimeError(f"{head}{existing} is a link to {os.readlink(existing)}, which does "
+                           "not exist; name a folder whose parents exist or can be made")
+    target = existing.resolve().joinpath(*rest)
+    for inside in (source, source / "macros"):
+        if target.is_relative_to(inside.resolve()):
+            raise RuntimeError(f"{head}{target} is inside the dbt package being copied "
+                               f"({inside.resolve()}); name a folder of your project")
+    if "dbt_packages" in target.parts:
+        raise RuntimeError(f"{head}{target} is inside a dbt_packages folder, which dbt deps "
+                           "empties; copy it to a folder of your project outside dbt_packages "
+                           "(e.g. dbt_merge_package) and name that in packages.yml as `local:`")
+    return target
 
 
 def _plans(
@@ -306,12 +332,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return command(args)
     except ModuleNotFoundError as error:
-        # `inspect` and `land` read the dbt project (dbt), `land` writes with PySpark: an
-        # install with the chdb extra alone has neither
-        needed = {"dbt": "dbt", "pyspark": "PySpark"}.get((error.name or "").split(".")[0])
+        # `inspect` and `land` read the dbt project (dbt), `land` writes with PySpark through
+        # the Spark door (which renders macros with Jinja2): the chdb extra alone has none
+        needed = {"dbt": "dbt", "pyspark": "PySpark", "jinja2": "Jinja2"}.get(
+            (error.name or "").split(".")[0])
         if needed is None:
             raise
-        extra = "spark" if needed == "PySpark" or args.command == "land" else "duckdb"
+        extra = "spark" if needed != "dbt" or args.command == "land" else "duckdb"
         print(f"dbt-merge: error: dbt-merge {args.command} needs {needed}, which is not installed "
               f"here. Install the extra that brings it beside the one you have: pip install "
               f"'dbt-merge[{extra}]' (with [chdb] for an embedded ClickHouse).", file=sys.stderr)

@@ -21,7 +21,7 @@
 -#}
 {% macro run_merge(cfg, target, existing, rebuild, sql, contract_enforced=false) %}
   {#-- a view the SELECT reads that the engine may read at an old definition: refused first --#}
-  {% do dbt_merge.check_upstream_views(sql) %}
+  {% do dbt_merge.check_upstream_views(sql, cfg, existing if not rebuild else none) %}
   {%- set relations = dbt_merge.work_relations(target, cfg) -%}
   {%- set started_at = modules.datetime.datetime.utcnow() -%}
 

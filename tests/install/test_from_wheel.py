@@ -445,3 +445,11 @@ def test_chdb_extra_reads_an_embedded_clickhouse_table(installs, tmp_path):
         "dbt-merge: error: dbt-merge inspect needs dbt, which is not installed here. Install the "
         "extra that brings it beside the one you have: pip install 'dbt-merge[duckdb]' (with "
         "[chdb] for an embedded ClickHouse)."], done.stderr
+    # land writes through the Spark door (PySpark, Jinja2): one error line naming its extra
+    done = subprocess.run(["dbt-merge", "land"], capture_output=True, text=True, cwd=tmp_path,
+                          env=_user_env(venv.path), timeout=RUN_SECONDS)
+    assert done.returncode == 1 and done.stdout == "", (done.stdout, done.stderr)
+    assert done.stderr.splitlines() == [
+        "dbt-merge: error: dbt-merge land needs Jinja2, which is not installed here. Install the "
+        "extra that brings it beside the one you have: pip install 'dbt-merge[spark]' (with "
+        "[chdb] for an embedded ClickHouse)."], done.stderr

@@ -24,6 +24,7 @@ from dbt_merge.render import MacroContext, source_wording
 from dbt_merge.result import MergeResult
 from dbt_merge.spark.session import Column, Relation, SparkRunner, literal, quote
 from dbt_merge.spark.target import resolve_target
+from dbt_merge.spark.views import refuse_stale_views
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated
     from typing import Unpack
@@ -115,6 +116,7 @@ def merge_dataframe(
     try:
         cfg = macros.validate_merge_config()
         rebuild = existing is None or bool(full_refresh)
+        refuse_stale_views(df, macros)
         select = runner.register_source(df, "__dbt_merge_df_" + invocation.replace("-", ""))
         with runner.marking_commits(COMMIT_MARK, invocation):
             try:
