@@ -165,6 +165,8 @@ def spark_create(
     df = spark.createDataFrame([[r[c] for c, _ in columns] for r in rows], spark_schema(columns))
     writer = df.writeTo(table).using("iceberg")
     version = (properties or {}).get("format-version")
+    if upgraded:  # a replace cannot take a table of a later format back to format 2
+        spark.sql(f"drop table if exists {table}")
     for name, value in (properties or {}).items():
         writer = writer.tableProperty(name, "2" if upgraded and name == "format-version" else value)
     writer.createOrReplace()
