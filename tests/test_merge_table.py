@@ -770,6 +770,40 @@ def test_two_tables_sharing_a_new_history_table_from_two_threads():
         con.close()
 
 
+def test_history_merges_sharing_an_old_history_table_from_two_threads():
+    """A merge_history_table made before it had column `versions` (as release 0.1.0 made it);
+    two threads merge strategy='history' into two tables sharing it, five times: both succeed,
+    each row carries its versions. Before (red team duck2): each merge added the column inside
+    its own transaction, and one failed with `Catalog write-write conflict on alter` (2 tries
+    in 3)."""
+    def merge(con, name: str, barrier, results: list, errors: list) -> None:
+        cursor = con.cursor()
+        barrier.wait()
+        try:
+            results.append(merge_table(cursor, "select 1 as k, 1 as v", name, "k",
+                                       strategy="history", merge_history_table="mh"))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        finally:
+            cursor.close()
+
+    for attempt in range(5):
+        con = duckdb.connect()
+        merge_table(con, "select 1 as k, 1 as v", "t0", "k", merge_history_table="mh")
+        con.execute("alter table mh drop column versions")
+        barrier, results, errors = threading.Barrier(2), [], []
+        threads = [threading.Thread(target=merge, args=(con, n, barrier, results, errors))
+                   for n in ("t1", "t2")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == [], (attempt, errors)
+        assert con.execute("select model_unique_id, versions from mh order by 1").fetchall() == [
+            ("merge_table.main.t0", None), ("merge_table.main.t1", 1), ("merge_table.main.t2", 1)]
+        con.close()
+
+
 def test_history_versions_are_judged_byte_for_byte_on_a_nocase_connection():
     """strategy='history' on a connection whose default_collation is nocase: a case-only
     correction is a new version, and 'A' is a key of its own beside 'a'. Before (main after the

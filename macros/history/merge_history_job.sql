@@ -17,7 +17,11 @@
 
 {% macro duckdb__merge_history_job(name, target) %}
   {% set relation = dbt_merge._history_relation(name, target) %}
-  {% if load_cached_relation(relation) is not none %}
+  {#- a history merge (strategy='history') writes column `versions`, which tables made by
+      releases before it lack: added here too, not in the merges' transactions (two would
+      conflict on the ALTER, as on the CREATE) -#}
+  {% set versions = config.get('strategy') == 'history' %}
+  {% if load_cached_relation(relation) is not none and not versions %}
     {{ return(none) }}
   {% endif %}
   {#- dbt-duckdb runs model(dbt, session), then materialize(df, cursor) on a new cursor -#}
@@ -37,7 +41,8 @@ def model(dbt, session):
 
 def materialize(df, con):
     check_dbt_package({{ tojson(dbt_merge.package_version()) }})
-    create_table(con, {{ tojson(dbt_merge._create_history_sql(relation)) }})
+    create_table(con, {{ tojson(dbt_merge._create_history_sql(relation)) }}{% if versions %},
+                 {{ tojson(dbt_merge._history_add_versions_sql(relation)) }}{% endif %})
   {% endset %}
   {{ return({'code': code, 'relation': relation}) }}
 {% endmacro %}

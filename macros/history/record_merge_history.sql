@@ -86,6 +86,12 @@
       ~ dbt_merge._history_table_options()) }}
 {% endmacro %}
 
+{#- Adds column `versions` to a history table made before it had one (DuckDB: run before the
+    merge's transaction, dbt_merge.duckdb.history). -#}
+{% macro _history_add_versions_sql(relation) %}
+  {{ return('alter table ' ~ relation ~ ' add column if not exists ' ~ dbt_merge.quote_identifier('versions') ~ ' bigint') }}
+{% endmacro %}
+
 {#- A SQL string literal. -#}
 {% macro _sql_string(value) %}
   {{ return(adapter.dispatch('_sql_string', 'dbt_merge')(value)) }}

@@ -107,7 +107,8 @@ def merge_table(
             if runner.in_transaction():
                 raise ConnectionInUse("the connection has a transaction open", "open")
             if cfg.get("history_table") and not cfg.get("dry_run"):
-                _create_history_table(connection, macros, cfg["history_table"], this)
+                _create_history_table(connection, macros, cfg["history_table"], this,
+                                      versions=cfg.get("strategy") == "history")
             runner.begin()
             began = True
             try:
@@ -129,7 +130,9 @@ def merge_table(
     return MergeResult.from_stats(stats)
 
 
-def _create_history_table(connection: Any, macros: MacroContext, name: str, this: Any) -> None:
+def _create_history_table(
+    connection: Any, macros: MacroContext, name: str, this: Any, versions: bool = False
+) -> None:
     """merge_history_table, created if missing before the merge's transaction begins, on a
     cursor of its own (committed at once), one thread at a time, as the dbt materialization
     creates it: two merges' transactions that both create it would fail with `Catalog
@@ -138,7 +141,8 @@ def _create_history_table(connection: Any, macros: MacroContext, name: str, this
     relation = macros.get("_history_relation")(name, this)
     cursor = connection.cursor()
     try:
-        create_table(cursor, macros.get("_create_history_sql")(relation))
+        create_table(cursor, macros.get("_create_history_sql")(relation),
+                     macros.get("_history_add_versions_sql")(relation) if versions else None)
     except duckdb.Error:
         pass
     finally:

@@ -15,8 +15,11 @@ from typing import Any
 _LOCK = threading.Lock()
 
 
-def create_table(cursor: Any, create_sql: str) -> None:
-    """Run `create_sql` (CREATE TABLE IF NOT EXISTS) on `cursor`, a connection of its own,
-    serialized with every other thread of this process."""
+def create_table(cursor: Any, create_sql: str, alter_sql: str | None = None) -> None:
+    """Run `create_sql` (CREATE TABLE IF NOT EXISTS), then `alter_sql` if given (the column a
+    history merge adds to a table made before it had one), on `cursor`, a connection of its
+    own, serialized with every other thread of this process."""
     with _LOCK:
         cursor.execute(create_sql)
+        if alter_sql:
+            cursor.execute(alter_sql)
