@@ -544,3 +544,17 @@ def test_an_empty_path_or_the_root_is_refused(tmp_path, monkeypatch):
         with pytest.raises(ParquetMergeError, match=message):
             merge_parquet_dataset(table([1], ["a"]), path, "id")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("column", ["Part Col", "é", "a%b", "a=b"])
+def test_a_partition_column_hive_folders_cannot_hold_is_refused(tmp_path, column):
+    """Red team duck2: DuckDB writes such a name URL-encoded in the folders (`Part%20Col=x`) and
+    reads it back encoded: the first merge wrote, the same merge again was refused as another
+    partitioning, read_dataset named the column `Part%20Col` (in dbt the first build published
+    and then failed). Now refused before anything is written, with a name to use."""
+    con = duckdb.connect()
+    source = con.sql(f'select * from (values (1, \'x\', \'a\')) t(id, "{column}", v)')
+    target = tmp_path / "ds"
+    with pytest.raises(ParquetMergeError, match="has characters hive folder names cannot hold"):
+        merge_parquet_dataset(source, target, "id", connection=con, partition_by=column)
+    assert not target.exists()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -457,6 +458,16 @@ def _check_options(
     if partition_by is not None:
         columns = [partition_by] if isinstance(partition_by, str) else list(partition_by)
         columns = [str(c).strip() for c in columns if str(c).strip()]
+        for column in columns:
+            if not re.fullmatch(r"[A-Za-z0-9_-]+", column):
+                # DuckDB URL-encodes such a name in the hive folders (`Part%20Col=x`) and reads
+                # it back encoded: the next merge, read_dataset and dbt's view disagree with it
+                fail(
+                    f"partition column '{column}' has characters hive folder names cannot hold "
+                    "as they are (DuckDB writes and reads them URL-encoded): partition columns "
+                    "take letters, digits, '_' and '-'. Rename the column in the source (e.g. "
+                    f"'{re.sub(r'[^A-Za-z0-9_-]+', '_', column)}'), or partition by another."
+                )
     return _Options(codec, rows_per_file, row_group_size, columns)
 
 
