@@ -824,3 +824,26 @@ def test_history_versions_are_judged_byte_for_byte_on_a_nocase_connection():
             ("A", "new", True), ("a", "Acme Corp", True), ("a", "acme corp", False)]
     finally:
         con.close()
+
+
+def test_a_deletion_closed_in_a_zone_ahead_is_not_taken_for_a_marker():
+    """Red team history2 (G1): a key deleted by a run in a UTC+14 session, then a run in a UTC-11
+    session: the deletion's dbt_valid_to is 25 wall-clock hours after the second run's time. Seen
+    failing with a one-day margin: refused, advising to set dbt_valid_to_current to that time
+    (which, followed, rewrote the deletion). Now merged; the deletion kept."""
+    con = duckdb.connect()
+
+    def run(zone: str, rows: str):
+        con.execute(f"set TimeZone='{zone}'")
+        con.execute(f"create or replace table src as select * from (values {rows}) t(id, v, u)")
+        return merge_table(con, "select id, v, cast(u as timestamp) as u from src", "h", "id",
+                           strategy="history", updated_at="u", hard_deletes="invalidate",
+                           max_delete_fraction=1)
+
+    run("Pacific/Kiritimati", "(1, 'a', '2024-01-01'), (2, 'b', '2024-01-01')")
+    closed = run("Pacific/Kiritimati", "(2, 'b', '2024-01-01')")
+    assert (closed.deleted, closed.total) == (1, 1)
+    ended = con.execute("select dbt_valid_to from h where id = 1").fetchall()
+    result = run("Pacific/Pago_Pago", "(2, 'b2', '2024-02-01')")
+    assert (result.updated, result.total) == (1, 1)
+    assert con.execute("select dbt_valid_to from h where id = 1").fetchall() == ended

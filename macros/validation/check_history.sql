@@ -38,11 +38,14 @@
   versions are what two colliding snapshot runs leave (dbt-core #4661, #11747), and a merge on
   top of them would close or extend the wrong one. The whole table is read, whatever
   incremental_predicates say: a key's versions may straddle them.
-  A key's last version closed more than a day after the run's time (a day: what a change of the
-  session's time zone can move a wall-clock time) is refused too: no run closes a version in
+  A key's last version closed more than two days after the run's time (a change of the session's
+  time zone moves a wall-clock time by up to 26 hours) is refused too: no run closes a version in
   the future, so the table marks its current versions with a dbt_valid_to of its own (a snapshot's
   or model's dbt_valid_to_current) that the model does not set, and merged as closed versions
-  every key would come back as new. The message names the value when it is one.
+  every key would come back as new. The message names the value as the marker only when every
+  such key shares it and it is more than a year ahead (9999-12-31, 2999-...): a time a few
+  keys share near the run's may be a real closing time, and setting it as the marker would
+  rewrite them (red team history2).
   Returns {versions (the table's rows), current (its current versions), live (current versions
   the merge considers that are not deletion records: the base of max_delete_fraction), closed
   (keys whose last version is closed: a key the SELECT brings back after hard_deletes)}.
@@ -63,7 +66,7 @@
   {% set groups = dbt_merge.compared_list(plan.compare, plan.key_columns) %}
   {% set considered = dbt_merge._target_rows_condition(plan, false) %}
   {% set vt_type = (h.meta | selectattr('role', 'equalto', 'dbt_valid_to') | first).column.dtype %}
-  {% set future_end = 'cast(' ~ h.run_time ~ ' + interval 1 day as ' ~ vt_type ~ ')' %}
+  {% set future_end = 'cast(' ~ h.run_time ~ ' + interval 2 day as ' ~ vt_type ~ ')' %}
   {% set future = q(n.to) %}
   {% set rows = dbt_merge.run_sql(
       "select count(*), coalesce(sum(" ~ cur ~ "), 0),
@@ -115,7 +118,8 @@
   {% endif %}
   {% if row[8] | int > 0 %}
     {% set fix = "dbt_valid_to_current=\"cast('" ~ row[12] ~ "' as " ~ vt_type | lower ~ ")\"" %}
-    {% if row[10] == row[11] %}
+    {% set year = (row[12] | string)[:4] %}
+    {% if row[10] == row[11] and modules.re.match('^[0-9]{4}$', year) and year | int > modules.datetime.datetime.utcnow().year + 1 %}
       {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[8] | int ~ " key(s) whose last "
           ~ "version ends at " ~ row[12] ~ ", after the run's time, e.g. " ~ key_names ~ " = (" ~ row[9] ~ "): the table "
           ~ "marks its current versions with " ~ h.cols.dbt_valid_to ~ " = " ~ row[12] ~ " (dbt_valid_to_current), "
@@ -126,8 +130,10 @@
     {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[8] | int ~ " key(s) whose last "
         ~ "version is closed after the run's time (" ~ h.cols.dbt_valid_to ~ " from " ~ row[12] ~ " on), e.g. " ~ key_names
         ~ " = (" ~ row[9] ~ "): no run closes a version in the future, so the merge cannot tell which versions are "
-        ~ "current. If the table marks current versions with one " ~ h.cols.dbt_valid_to ~ ", set dbt_valid_to_current to "
-        ~ "it (e.g. " ~ fix ~ ") and repair the versions closed at other times; else repair those versions. The target "
+        ~ "current. " ~ (("If the table marks current versions with one " ~ h.cols.dbt_valid_to ~ ", set "
+        ~ "dbt_valid_to_current to it (e.g. " ~ fix ~ ") and repair the versions closed at other times; else repair "
+        ~ "those versions.") if year is not none and modules.re.match('^[0-9]{4}$', year) and year | int > modules.datetime.datetime.utcnow().year + 1
+        else "Repair those versions (a closing time this near is no marker of current versions).") ~ " The target "
         ~ "was not changed.") }}
   {% endif %}
   {{ return({'versions': row[0] | int, 'current': row[1] | int, 'live': row[2] | int, 'closed': row[7] | int}) }}
