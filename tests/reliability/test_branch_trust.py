@@ -203,7 +203,7 @@ def test_a_wap_branch_set_while_the_run_writes_its_branch(spark, monkeypatch):
     branch and WAP branch'. Now the package's message; table and branches as they were."""
     from dbt_merge.spark import MergeError, merge_dataframe
 
-    table = make(spark, "wap_late", [(1, "a"), (2, "b")],
+    table = make(spark, "wap_branch_late", [(1, "a"), (2, "b")],
                  {**MOR, "write.wap.enabled": "true"})
     on_statement(monkeypatch, into_branch,
                  lambda sql: spark.conf.set("spark.wap.branch", "audit"))
