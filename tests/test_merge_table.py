@@ -733,33 +733,38 @@ def test_two_cursors_merging_one_new_key_insert_it_once(tmp_path, database):
     con.close()
 
 
+def _merge_at_once(con, tables: tuple, **options) -> tuple[list, list]:
+    """merge_table of `select 1 as k, 1 as v` into each of `tables`, each from a thread of its
+    own on a cursor of its own, started together: (results, errors) in the order they came."""
+    def merge(name: str, barrier, results: list, errors: list) -> None:
+        cursor = con.cursor()
+        barrier.wait()
+        try:
+            results.append(merge_table(cursor, "select 1 as k, 1 as v", name, "k", **options))
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            errors.append(e)
+        finally:
+            cursor.close()
+
+    barrier, results, errors = threading.Barrier(len(tables)), [], []
+    threads = [threading.Thread(target=merge, args=(n, barrier, results, errors)) for n in tables]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results, errors
+
+
 def test_two_tables_sharing_a_new_history_table_from_two_threads():
     """Two threads, each on a cursor of its own, merge into two tables sharing a new
     merge_history_table, ten times at once: both merges succeed and the history holds one row
     per merge. Before: each merge created the history table inside its own transaction, and
     one of the two failed with DuckDB's `Catalog write-write conflict` (9-10 tries of 10)."""
-    def merge(con, name: str, barrier, results: list, errors: list) -> None:
-        cursor = con.cursor()
-        barrier.wait()
-        try:
-            results.append(merge_table(cursor, "select 1 as k, 1 as v", name, "k",
-                                       merge_history_table="merge_history"))
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-        finally:
-            cursor.close()
-
     for attempt in range(10):
         con = duckdb.connect()
         con.execute("create table t1 (k integer, v integer)")
         con.execute("create table t2 (k integer, v integer)")
-        barrier, results, errors = threading.Barrier(2), [], []
-        threads = [threading.Thread(target=merge, args=(con, n, barrier, results, errors))
-                   for n in ("t1", "t2")]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        results, errors = _merge_at_once(con, ("t1", "t2"), merge_history_table="merge_history")
         assert errors == [], (attempt, errors)
         assert [r.inserted for r in results] == [1, 1]
         assert con.execute("select model_unique_id, inserted from merge_history order by 1"
@@ -776,28 +781,12 @@ def test_history_merges_sharing_an_old_history_table_from_two_threads():
     each row carries its versions. Before (red team duck2): each merge added the column inside
     its own transaction, and one failed with `Catalog write-write conflict on alter` (2 tries
     in 3)."""
-    def merge(con, name: str, barrier, results: list, errors: list) -> None:
-        cursor = con.cursor()
-        barrier.wait()
-        try:
-            results.append(merge_table(cursor, "select 1 as k, 1 as v", name, "k",
-                                       strategy="history", merge_history_table="mh"))
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-        finally:
-            cursor.close()
-
     for attempt in range(5):
         con = duckdb.connect()
         merge_table(con, "select 1 as k, 1 as v", "t0", "k", merge_history_table="mh")
         con.execute("alter table mh drop column versions")
-        barrier, results, errors = threading.Barrier(2), [], []
-        threads = [threading.Thread(target=merge, args=(con, n, barrier, results, errors))
-                   for n in ("t1", "t2")]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        _, errors = _merge_at_once(con, ("t1", "t2"), strategy="history",
+                                   merge_history_table="mh")
         assert errors == [], (attempt, errors)
         assert con.execute("select model_unique_id, versions from mh order by 1").fetchall() == [
             ("merge_table.main.t0", None), ("merge_table.main.t1", 1), ("merge_table.main.t2", 1)]
