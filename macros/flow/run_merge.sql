@@ -22,10 +22,15 @@
 {% macro run_merge(cfg, target, existing, rebuild, sql, contract_enforced=false) %}
   {#-- a view the SELECT reads that the engine may read at an old definition: refused first --#}
   {% do dbt_merge.check_upstream_views(sql, cfg, existing if not rebuild else none) %}
+  {#-- the SELECT's columns against an enforced contract, on every run: before anything is
+       made (dbt's own error would leave the work relations behind) --#}
+  {% if contract_enforced %}
+    {% do get_assert_columns_equivalent(sql) %}
+  {% endif %}
   {%- set relations = dbt_merge.work_relations(target, cfg) -%}
   {%- set started_at = modules.datetime.datetime.utcnow() -%}
 
-  {#-- stage the SELECT once; its columns must match an enforced contract on every run. A first
+  {#-- stage the SELECT once. A first
        build or full refresh on an engine that rolls the build back on failure loads the table
        straight from the SELECT (a view, read once) and checks the rows it loaded --#}
   {%- set check_after_build = rebuild and dbt_merge.check_after_rebuild(cfg) -%}
@@ -38,9 +43,6 @@
     {% set staged_copy = staged['copy'] %}
   {% endif %}
   {% set source_columns = dbt_merge.relation_columns(relations.stage) %}
-  {% if contract_enforced %}
-    {% do get_assert_columns_equivalent('select * from ' ~ relations.stage) %}
-  {% endif %}
 
   {#-- plan: the schema change (made only just before the write) and the columns to compare --#}
   {% set schema = none %}
