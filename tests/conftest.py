@@ -27,6 +27,12 @@ from suite_summary import (  # noqa: F401 (hooks: one line per suite at the end 
 ROOT = Path(__file__).resolve().parents[1]
 INTEGRATION = ROOT / "integration_tests"
 
+# dbt's anonymous usage events: never sent from the tests (every dbt invocation, in-process or a
+# child process, posts them with a 5 s timeout; where the network drops packets rather than
+# refusing them, each invocation waited for it)
+os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
+os.environ["DO_NOT_TRACK"] = "1"
+
 _STATE = Path(tempfile.mkdtemp(prefix="dbt_merge_tests_"))
 os.environ["SPARK_STATE_DIR"] = str(_STATE / "spark")
 os.environ["DBT_MERGE_DUCKDB_PATH"] = str(_STATE / "integration_tests.duckdb")
