@@ -39,9 +39,7 @@ MAIN_CLASS = {
     "worker": "org.apache.spark.deploy.worker.Worker",
     "thrift": "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
 }
-#: long-lived JVMs (a whole test session): the optimizing JIT on (TieredStopAtLevel=1 made the
-#: suite about 10% slower for a faster start)
-JVM_OPTIONS = "-XX:+UseSerialGC -XX:ReservedCodeCacheSize=256m"
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=256m"
 
 # Spark logs INFO to the console by default (one line per task); WARN keeps the logs small.
 LOG4J2 = """\
