@@ -81,8 +81,8 @@ from .reference import STRATEGIES, canonical, row_token, update_columns
 
 PER_STRATEGY = {"upsert": 220, "insert": 150, "update": 170, "full_merge": 290, "deduplicate": 240}
 SCALE = {"ci": 1, "long": 5}[PROFILE]
-#: Spark cases picked at a regular step (then topped up: spark_cases); 80 in CI cost 258 s of
-#: its 90 minutes, 48 with the same cover of features and table kinds about 150 s
+#: Spark units picked at a regular step, then topped up (spark_cases): 80 took 258 s of a full
+#: run on this machine, 48 topped up to cover every feature and table kind twice 213 s
 SPARK_CASES = {"ci": 48, "long": 400}[PROFILE]
 #: the least number of Spark cases for every feature and every table kind (spark_cases)
 SPARK_COVER = {"ci": 2, "long": 4}[PROFILE]
@@ -144,8 +144,8 @@ def all_cases() -> tuple[Case, ...]:
 
 def spark_features(case: Case) -> set[str]:
     """The case's features and, on Spark, its table's kind: merge-on-read or copy-on-write per
-    strategy, format v3 (upgraded from 2 or not) and full_merge's write, each counted twice
-    per feature so that spark_cases covers each kind as it covers the features."""
+    strategy, format v3 (upgraded from 2 or not) and full_merge's write, so that spark_cases
+    covers each table kind as it covers the features."""
     features = set(case.features())
     if case.target is not None:
         mor = "merge_on_read" if merge_on_read(case) else "copy_on_write"
