@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import suite_summary
 from suite_summary import (  # noqa: F401 (hooks: one line per suite at the end of the run)
-    pytest_collection_modifyitems,
     pytest_runtest_logreport,
     pytest_runtest_protocol,
     pytest_terminal_summary,
@@ -43,6 +43,37 @@ if "ICEBERG_JAR" not in os.environ:
     os.environ["ICEBERG_JAR"] = str(
         _iceberg.get_jar_path("iceberg-spark-runtime-3.5_2.12-1.10.2.jar")
     )
+
+
+#: Test files that share something outside their own temporary folders, run by one worker under
+#: pytest-xdist (`make test` runs two, scripts/test.sh): the integration_tests project folder
+#: (its dbt_packages, written by `dbt deps`, and its target folders) and the Thrift cluster, which
+#: each worker that runs a `thrift` test would start for itself; the install tests build from the
+#: checkout (setuptools writes its egg-info into it).
+SHARED_GROUPS = {
+    "tests/test_integration.py": "integration_tests",
+    "tests/test_ci_workflow.py": "integration_tests",
+    "tests/install/": "install",
+}
+
+
+def xdist_group_of(item: pytest.Item) -> str:
+    """The worker group of a test (pytest-xdist's --dist loadgroup keeps a group on one worker):
+    the shared groups above, every `thrift` test in the integration_tests group (one cluster), any
+    other test with the rest of its file (its module fixtures are made once)."""
+    path = item.nodeid.split("::")[0]
+    for prefix, group in SHARED_GROUPS.items():
+        if path.startswith(prefix):
+            return group
+    if item.get_closest_marker("thrift"):
+        return "integration_tests"
+    return path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    suite_summary.pytest_collection_modifyitems(items)
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
 
 
 @pytest.fixture(scope="session")
