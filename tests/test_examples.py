@@ -564,6 +564,13 @@ def test_the_python_doors_example_runs(tmp_path, monkeypatch, capsys):
     assert "analytics.customers: 1 inserted, 2 updated, 0 deleted, 1 unchanged, 5 total" in (
         capsys.readouterr().out
     )
+    # docs/parquet-datasets.md's readers, as shown, on the dataset the example left
+    (reader,) = [lines for page, lang, lines in _blocks()
+                 if page.name == "parquet-datasets.md" and lang == "python"
+                 and "from dbt_merge.parquet import dataset_files, read_dataset" in lines]
+    exec(compile("\n".join(reader), "parquet-datasets.md", "exec"), {})
+    said = [line[2:] for line in reader if line.startswith("# ")][-1]
+    assert capsys.readouterr().out.splitlines() == [said]
 
 
 def test_the_demo_table_shows_held_back_rows_and_dry_runs(project_runs):
