@@ -12,6 +12,6 @@ bash scripts/docs.sh "$docs_site"
 rm -rf "$docs_site"
 # Two workers (pytest-xdist), each with its own Spark session, DuckDB file and ClickHouse engine;
 # a file's tests stay on one worker, and files that share a folder or the Thrift cluster share one
-# (tests/conftest.py, xdist_group_of). DBT_MERGE_TEST_WORKERS=0 runs them in this process.
+# (tests/conftest.py, worker_group). DBT_MERGE_TEST_WORKERS=0 runs them in this process.
 python -m pytest -q -p no:cacheprovider --durations=40 \
-  -n "${DBT_MERGE_TEST_WORKERS:-2}" --dist loadgroup "$@"
+  -n "${DBT_MERGE_TEST_WORKERS:-2}" --dist loadscope "$@"

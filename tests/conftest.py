@@ -48,7 +48,7 @@ if "ICEBERG_JAR" not in os.environ:
 #: Test files that share something outside their own temporary folders, run by one worker under
 #: pytest-xdist (`make test` runs two, scripts/test.sh): the integration_tests project folder
 #: (its dbt_packages, written by `dbt deps`, and its target folders) and the Thrift cluster, which
-#: each worker that runs a `thrift` test would start for itself; the install tests build from the
+#: each worker that runs a thrift test would start for itself; the install tests build from the
 #: checkout (setuptools writes its egg-info into it).
 SHARED_GROUPS = {
     "tests/test_integration.py": "integration_tests",
@@ -57,23 +57,37 @@ SHARED_GROUPS = {
 }
 
 
-def xdist_group_of(item: pytest.Item) -> str:
-    """The worker group of a test (pytest-xdist's --dist loadgroup keeps a group on one worker):
-    the shared groups above, every `thrift` test in the integration_tests group (one cluster), any
-    other test with the rest of its file (its module fixtures are made once)."""
-    path = item.nodeid.split("::")[0]
+def worker_group(nodeid: str) -> str:
+    """The group of a test that one pytest-xdist worker runs whole, in collection order: the shared
+    groups above; every test over the Thrift server (`thrift` in its name or parameters, as every
+    such test has) with the integration_tests group, so that one worker starts the cluster; any
+    other test with the rest of its file (its module fixtures made once)."""
+    path, _, name = nodeid.partition("::")
     for prefix, group in SHARED_GROUPS.items():
         if path.startswith(prefix):
             return group
-    if item.get_closest_marker("thrift"):
-        return "integration_tests"
-    return path
+    return "integration_tests" if "thrift" in name else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scope scheduling, the scopes being worker_group's (its own `loadgroup` marks
+    do not reach the scheduler under pytest 9.2, which no longer takes a changed node id)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     suite_summary.pytest_collection_modifyitems(items)
     for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
+        # a thrift test named otherwise would start a second cluster on the other worker
+        assert not item.get_closest_marker("thrift") or worker_group(item.nodeid) == (
+            "integration_tests"), f"{item.nodeid}: a thrift test needs 'thrift' in its name"
 
 
 @pytest.fixture(scope="session")
