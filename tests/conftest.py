@@ -49,12 +49,28 @@ if "ICEBERG_JAR" not in os.environ:
 #: pytest-xdist (`make test` runs two, scripts/test.sh): the integration_tests project folder
 #: (its dbt_packages, written by `dbt deps`, and its target folders) and the Thrift cluster, which
 #: each worker that runs a thrift test would start for itself; the install tests build from the
-#: checkout (setuptools writes its egg-info into it).
+#: checkout (setuptools writes its egg-info into it); the ClickHouse tests share their dbt project
+#: folder (tests/clickhouse/project: dbt writes its target and logs there).
 SHARED_GROUPS = {
     "tests/test_integration.py": "integration_tests",
     "tests/test_ci_workflow.py": "integration_tests",
     "tests/install/": "install",
+    "tests/clickhouse/": "clickhouse",
 }
+
+
+#: The groups that take longest, longest first (seconds in one process, idle, 2026-11-28:
+#: 793, 767, 254, 127, 112, 103, 100, 99).
+LONGEST_GROUPS = (
+    "tests/reliability/test_differential.py",
+    "integration_tests",
+    "tests/reliability/test_faults.py",
+    "tests/doors/test_door_spark.py",
+    "tests/reliability/test_spark_formats.py",
+    "tests/reliability/test_trust.py",
+    "tests/reliability/test_writer_race.py",
+    "install",
+)
 
 
 def worker_group(nodeid: str) -> str:
@@ -78,6 +94,16 @@ def pytest_xdist_make_scheduler(config, log):
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return worker_group(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            # the longest groups first (then xdist's order: most tests first), so that neither
+            # worker ends the run alone on one of them
+            if not getattr(self, "_longest_first", False):
+                self._longest_first = True
+                for group in reversed(LONGEST_GROUPS):
+                    if group in self.workqueue:
+                        self.workqueue.move_to_end(group, last=False)
+            super()._assign_work_unit(node)
 
     return GroupScheduling(config, log)
 

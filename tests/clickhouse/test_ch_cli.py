@@ -18,6 +18,14 @@ from duckdb_env import forget_dbt_duckdb_env
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _no_earlier_dbt_duckdb_env():
+    """Each command parses the project as a fresh `dbt-merge` process does: dbt-duckdb keeps the
+    environment of an earlier in-process run (another test's project, without the ClickHouse
+    plugin), and would load this project's sources into it ("Plugin clickhouse not found")."""
+    forget_dbt_duckdb_env()
+
+
 def _lines(out: str) -> dict[str, str]:
     return {line.split()[0]: line for line in out.splitlines()[2:]}
 
