@@ -11,7 +11,7 @@ docs_site=$(mktemp -d)
 bash scripts/docs.sh "$docs_site"
 rm -rf "$docs_site"
 # Two workers (pytest-xdist), each with its own Spark session, DuckDB file and ClickHouse engine;
-# a file's tests stay on one worker, and files that share a folder or the Thrift cluster share one
+# one runs every Spark test, the other everything else, each in the order of one process
 # (tests/conftest.py, worker_group). DBT_MERGE_TEST_WORKERS=0 runs them in this process.
 python -m pytest -q -p no:cacheprovider --durations=40 \
   -n "${DBT_MERGE_TEST_WORKERS:-2}" --dist loadscope "$@"

@@ -45,75 +45,65 @@ if "ICEBERG_JAR" not in os.environ:
     )
 
 
-#: Test files that share something outside their own temporary folders, run by one worker under
-#: pytest-xdist (`make test` runs two, scripts/test.sh): the integration_tests project folder
-#: (its dbt_packages, written by `dbt deps`, and its target folders) and the Thrift cluster, which
-#: each worker that runs a thrift test would start for itself; the install tests build from the
-#: checkout (setuptools writes its egg-info into it); the ClickHouse tests share their dbt project
-#: folder (tests/clickhouse/project: dbt writes its target and logs there).
-SHARED_GROUPS = {
-    "tests/test_integration.py": "integration_tests",
-    "tests/test_ci_workflow.py": "integration_tests",
-    "tests/install/": "install",
-    "tests/clickhouse/": "clickhouse",
-}
+#: Under pytest-xdist (`make test` runs two workers, scripts/test.sh) one worker runs every Spark
+#: test and the other everything else, each in the order of one process: two Spark workloads
+#: side by side on two cores took each about twice as long (the Spark differential 940 s against
+#: 213 s alone, beside the Thrift cluster's tests), so nothing was gained. With the Spark side go
+#: the files that share a folder with Spark tests: the integration_tests project (`dbt deps`
+#: writes its dbt_packages) and the ClickHouse tests' project (dbt writes its target there).
+SPARK_SIDE_FILES = ("tests/test_integration.py", "tests/test_ci_workflow.py", "tests/clickhouse/")
+_GROUPS_FILE = "DBT_MERGE_WORKER_GROUPS"
 
 
-#: The groups that take longest, longest first (seconds in one process, idle, 2026-11-28:
-#: 793, 767, 254, 127, 112, 103, 100, 99).
-LONGEST_GROUPS = (
-    "tests/reliability/test_differential.py",
-    "integration_tests",
-    "tests/reliability/test_faults.py",
-    "tests/doors/test_door_spark.py",
-    "tests/reliability/test_spark_formats.py",
-    "tests/reliability/test_trust.py",
-    "tests/reliability/test_writer_race.py",
-    "install",
-)
+def worker_group(item: pytest.Item) -> str:
+    """'spark' for a test on Spark (marked spark or thrift, or in a file of SPARK_SIDE_FILES),
+    else 'rest'."""
+    if item.get_closest_marker("spark") or item.get_closest_marker("thrift"):
+        return "spark"
+    return "spark" if item.nodeid.startswith(SPARK_SIDE_FILES) else "rest"
 
 
-def worker_group(nodeid: str) -> str:
-    """The group of a test that one pytest-xdist worker runs whole, in collection order: the shared
-    groups above; every test over the Thrift server (`thrift` in its name or parameters, as every
-    such test has) with the integration_tests group, so that one worker starts the cluster; any
-    other test with the rest of its file (its module fixtures made once)."""
-    path, _, name = nodeid.partition("::")
-    for prefix, group in SHARED_GROUPS.items():
-        if path.startswith(prefix):
-            return group
-    return "integration_tests" if "thrift" in name else path
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None):
+        # the workers write the groups of the tests they collected here, for the scheduler
+        os.environ[_GROUPS_FILE] = str(_STATE / "worker_groups.json")
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist's scope scheduling, the scopes being worker_group's (its own `loadgroup` marks
-    do not reach the scheduler under pytest 9.2, which no longer takes a changed node id)."""
+    """pytest-xdist's scope scheduling with two scopes, worker_group's, the Spark one first.
+    (xdist's own `loadgroup` marks do not reach its scheduler under pytest 9.2, which no longer
+    takes a changed node id; the scheduler sees node ids only, so the workers pass the groups.)"""
+    import json
+
     from xdist.scheduler import LoadScopeScheduling
 
     class GroupScheduling(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
         def _split_scope(self, nodeid: str) -> str:
-            return worker_group(nodeid)
+            if self.groups is None:
+                self.groups = json.loads(Path(os.environ[_GROUPS_FILE]).read_text())
+            return self.groups[nodeid]
 
         def _assign_work_unit(self, node) -> None:
-            # the longest groups first (then xdist's order: most tests first), so that neither
-            # worker ends the run alone on one of them
-            if not getattr(self, "_longest_first", False):
-                self._longest_first = True
-                for group in reversed(LONGEST_GROUPS):
-                    if group in self.workqueue:
-                        self.workqueue.move_to_end(group, last=False)
+            if "spark" in self.workqueue:
+                self.workqueue.move_to_end("spark", last=False)
             super()._assign_work_unit(node)
 
+    config.option.loadscopereorder = False
     return GroupScheduling(config, log)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     suite_summary.pytest_collection_modifyitems(items)
-    for item in items:
-        # a thrift test named otherwise would start a second cluster on the other worker
-        assert not item.get_closest_marker("thrift") or worker_group(item.nodeid) == (
-            "integration_tests"), f"{item.nodeid}: a thrift test needs 'thrift' in its name"
+    if hasattr(config, "workerinput") and os.environ.get(_GROUPS_FILE):
+        import json
+
+        target = Path(os.environ[_GROUPS_FILE])
+        written = target.with_name(f"{target.name}.{os.getpid()}")
+        written.write_text(json.dumps({item.nodeid: worker_group(item) for item in items}))
+        written.replace(target)  # both workers collect the same tests: either file will do
 
 
 @pytest.fixture(scope="session")
