@@ -45,11 +45,11 @@ if "ICEBERG_JAR" not in os.environ:
     )
 
 
-#: Under pytest-xdist (`make test` runs two workers, scripts/test.sh) one worker runs every Spark
-#: test and the other everything else, each in the order of one process: two Spark workloads
-#: side by side on two cores took each about twice as long (the Spark differential 940 s against
-#: 213 s alone, beside the Thrift cluster's tests), so nothing was gained. With the Spark side go
-#: the files that share a folder with Spark tests: the integration_tests project (`dbt deps`
+#: Under pytest-xdist (`DBT_MERGE_TEST_WORKERS=2 make test`, scripts/test.sh) one worker runs
+#: every Spark test and the other everything else, each in the order of one process: two Spark
+#: workloads side by side on two cores took each two to four times as long (the Spark
+#: differential 940 s against 213 s alone, beside the Thrift cluster's tests). With the Spark side
+#: go the files that share a folder with Spark tests: the integration_tests project (`dbt deps`
 #: writes its dbt_packages) and the ClickHouse tests' project (dbt writes its target there).
 SPARK_SIDE_FILES = ("tests/test_integration.py", "tests/test_ci_workflow.py", "tests/clickhouse/")
 _GROUPS_FILE = "DBT_MERGE_WORKER_GROUPS"
