@@ -490,6 +490,53 @@ def test_a_replaced_iceberg_view_is_refused_and_the_macro_fixes_it(spark_runs, s
 
 
 @pytest.mark.spark
+def test_a_replaced_view_is_refused_whatever_its_properties_or_the_selects_literals(
+        spark_runs, spark, tmp_path):
+    """Red team of 2026-11-28 on the stale-view check, each merged the replaced view's old rows
+    and reported them unchanged: a view whose property value holds a newline (set by another
+    tool: the properties' line continued on the next ones, where the check did not look), and a
+    SELECT whose string literal holds EXPLAIN's section header (the check read the analyzed plan
+    from inside the literal and found no view). Both refused now, the targets as they were."""
+    copy, _, _ = spark_runs
+    spark.sql("create or replace table analytics.rt_src (id int, day int, v string) using iceberg")
+    spark.sql("insert into analytics.rt_src values (1, 1, 'a'), (2, 2, 'b')")
+    for view, extra in [("rt_note", "tblproperties ('a_note' = 'line1\\nline2')"),
+                        ("rt_plain", "")]:
+        spark.sql(f"drop view if exists analytics.{view}")
+        for day in (1, 2):
+            spark.sql(f"create or replace view analytics.{view} {extra} as "
+                      f"select id, v from analytics.rt_src where day = {day}")
+    project = tmp_path / "replaced"
+    shutil.copytree(copy, project, symlinks=True,
+                    ignore=shutil.ignore_patterns("target", "logs"))
+    models = {
+        "rt_newline": "select id, v from analytics.rt_note",
+        "rt_literal": "select id, v, '\\n== Analyzed Logical Plan ==\\nx\\n"
+                      "== Optimized Logical Plan ==' as junk from analytics.rt_plain",
+    }
+    for name, select in models.items():
+        (project / "models" / f"{name}.sql").write_text(
+            "{{ config(materialized='merge', unique_key='id') }}\n" + select + "\n")
+        columns = "id int, v string" + (", junk string" if "junk" in select else "")
+        spark.sql(f"create or replace table analytics.{name} ({columns}) using iceberg")
+        spark.sql(f"insert into analytics.{name} values (1, 'a'"
+                  + (", 'x')" if "junk" in select else ")"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("DBT_PROFILES_DIR", raising=False)
+        patch.chdir(project)
+        result = dbtRunner().invoke(["run", "--target", "spark", "--select", *models])
+    outcome = {r.node.name: (str(r.status), r.message or "") for r in result.result.results}
+    status, message = outcome["rt_newline"]
+    assert status == "error" and "reads analytics.rt_note, an Iceberg view replaced" in message, (
+        message)
+    status, message = outcome["rt_literal"]
+    assert status == "error" and "dbt_merge: model 'rt_literal'" in message, message
+    for name in models:
+        assert [tuple(r) for r in spark.sql(f"select id, v from analytics.{name}").collect()] == [
+            (1, "a")]
+
+
+@pytest.mark.spark
 def test_the_view_macro_keeps_a_view_whose_sql_fails_and_passes_one_already_gone(
         spark_runs, spark, tmp_path):
     """macros/spark__create_view_as.sql (dbt_merge.spark_create_view_as) on Iceberg views dbt's

@@ -199,6 +199,12 @@
   {% set redacted = '*********(redacted)' %}
   {% set head, tail = '== Analyzed Logical Plan ==\n', '\n== Optimized Logical Plan ==' %}
   {% set result = {'views': [], 'tables': [], 'unreadable': none, 'error': none} %}
+  {#- a header twice (a string literal of the SELECT holding one, which the plans print as it
+      is) would move the section: the plan is unreadable, never read at the wrong place -#}
+  {% if text.count(head) > 1 or text.count(tail) > 1 %}
+    {% do result.update({'unreadable': {'reason': 'unread', 'line': head | trim}}) %}
+    {{ return(result) }}
+  {% endif %}
   {% set analyzed = text.split(head, 1)[1] if head in text else '' %}
   {% if tail not in analyzed and modules.re.match('^[a-z][\\w$]*(\\.[\\w$]+)+(Exception|Error): ', analyzed)
         and not modules.re.search('\\.\\.\\. \\d+ more characters\\s*$', text) %}
@@ -326,11 +332,11 @@
   {% for row in dbt_merge.run_sql('show table extended in ' ~ dbt_merge.quote_identifier(schema)
                                   ~ " like '" ~ patterns | join('|') ~ "'", 'dbt_merge_views').rows
         if not row[2] and '\nType: VIEW\n' in row[3] | string and modules.re.fullmatch(matching, row[1] | string) %}
-    {% set listed = [] %}
-    {% for line in (row[3] | string).split('\n') if line.startswith('Table Properties: [') %}
-      {% do listed.append(line) %}
-    {% endfor %}
-    {% set listed = listed | join('\n') %}
+    {#- from the properties' line to the end: a value holding a newline (set by another tool)
+        continues them on the next lines; text after them can only add a match (a refusal) -#}
+    {% set information = '\n' ~ (row[3] | string) %}
+    {% set listed = information.split('\nTable Properties: [', 1)[1] if '\nTable Properties: [' in information else '' %}
+    {% set listed = '[' ~ listed %}
     {% set iceberg = modules.re.search('(?:\\[|, )table_type=(?:(?i:ICEBERG-VIEW)|\\*{9}\\(redacted\\))(?:, |\\])', listed) is not none %}
     {% do found.append({'name': row[1] | string, 'iceberg': iceberg,
                         'replaced': iceberg and modules.re.search('(?:\\[|, )previous_metadata_location=', listed) is not none}) %}
