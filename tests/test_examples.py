@@ -531,7 +531,26 @@ def test_a_replaced_view_is_refused_whatever_its_properties_or_the_selects_liter
         message)
     status, message = outcome["rt_literal"]
     assert status == "error" and "dbt_merge: model 'rt_literal'" in message, message
-    for name in models:
+    # a redaction regex stretching the analyzed plan's first line (its schema) over the whole
+    # plan left no node line to read: passed as viewless before (red team F3)
+    (project / "models" / "rt_redacted.sql").write_text(
+        "{{ config(materialized='merge', unique_key='id') }}\n"
+        "select id, v from analytics.rt_plain\n")
+    spark.sql("create or replace table analytics.rt_redacted (id int, v string) using iceberg")
+    spark.sql("insert into analytics.rt_redacted values (1, 'a')")
+    setting = "spark.sql.redaction.string.regex"
+    spark.conf.set(setting, r"(?s)id: int, v: string.*?(?=\n\n== Optimized)")
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.delenv("DBT_PROFILES_DIR", raising=False)
+            patch.chdir(project)
+            redacted = dbtRunner().invoke(["run", "--target", "spark", "--select", "rt_redacted"])
+    finally:
+        spark.conf.unset(setting)
+    (result,) = redacted.result.results
+    assert str(result.status) == "error" and "Spark redacts part of its plan" in result.message, (
+        result.message)
+    for name in [*models, "rt_redacted"]:
         assert [tuple(r) for r in spark.sql(f"select id, v from analytics.{name}").collect()] == [
             (1, "a")]
 

@@ -217,6 +217,12 @@
     {{ return(result) }}
   {% endif %}
   {% set lines = analyzed.split(tail, 1)[0].split('\n') %}
+  {#- redaction anywhere in the section (also in its first line, the schema, which a regex can
+      stretch over the whole plan), or a section without a plan line: unreadable, never viewless -#}
+  {% if redacted in analyzed.split(tail, 1)[0] or not (lines[1:] | select | list) %}
+    {% do result.update({'unreadable': {'reason': 'redacted' if redacted in analyzed else 'unread', 'line': lines[0]}}) %}
+    {{ return(result) }}
+  {% endif %}
   {% set part = '`(?:[^`]|``)+`' %}
   {% set alias = {'name': none} %}
   {% for line in lines[1:] if not result.unreadable %}
