@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import suite_summary
 from suite_summary import (  # noqa: F401 (hooks: one line per suite at the end of the run)
+    pytest_collection_modifyitems,
     pytest_runtest_logreport,
     pytest_runtest_protocol,
     pytest_terminal_summary,
@@ -43,67 +43,6 @@ if "ICEBERG_JAR" not in os.environ:
     os.environ["ICEBERG_JAR"] = str(
         _iceberg.get_jar_path("iceberg-spark-runtime-3.5_2.12-1.10.2.jar")
     )
-
-
-#: Under pytest-xdist (`DBT_MERGE_TEST_WORKERS=2 make test`, scripts/test.sh) one worker runs
-#: every Spark test and the other everything else, each in the order of one process: two Spark
-#: workloads side by side on two cores took each two to four times as long (the Spark
-#: differential 940 s against 213 s alone, beside the Thrift cluster's tests). With the Spark side
-#: go the files that share a folder with Spark tests: the integration_tests project (`dbt deps`
-#: writes its dbt_packages) and the ClickHouse tests' project (dbt writes its target there).
-SPARK_SIDE_FILES = ("tests/test_integration.py", "tests/test_ci_workflow.py", "tests/clickhouse/")
-_GROUPS_FILE = "DBT_MERGE_WORKER_GROUPS"
-
-
-def worker_group(item: pytest.Item) -> str:
-    """'spark' for a test on Spark (marked spark or thrift, or in a file of SPARK_SIDE_FILES),
-    else 'rest'."""
-    if item.get_closest_marker("spark") or item.get_closest_marker("thrift"):
-        return "spark"
-    return "spark" if item.nodeid.startswith(SPARK_SIDE_FILES) else "rest"
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput") and getattr(config.option, "numprocesses", None):
-        # the workers write the groups of the tests they collected here, for the scheduler
-        os.environ[_GROUPS_FILE] = str(_STATE / "worker_groups.json")
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist's scope scheduling with two scopes, worker_group's, the Spark one first.
-    (xdist's own `loadgroup` marks do not reach its scheduler under pytest 9.2, which no longer
-    takes a changed node id; the scheduler sees node ids only, so the workers pass the groups.)"""
-    import json
-
-    from xdist.scheduler import LoadScopeScheduling
-
-    class GroupScheduling(LoadScopeScheduling):
-        groups: dict[str, str] | None = None
-
-        def _split_scope(self, nodeid: str) -> str:
-            if self.groups is None:
-                self.groups = json.loads(Path(os.environ[_GROUPS_FILE]).read_text())
-            return self.groups[nodeid]
-
-        def _assign_work_unit(self, node) -> None:
-            if "spark" in self.workqueue:
-                self.workqueue.move_to_end("spark", last=False)
-            super()._assign_work_unit(node)
-
-    config.option.loadscopereorder = False
-    return GroupScheduling(config, log)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    suite_summary.pytest_collection_modifyitems(items)
-    if hasattr(config, "workerinput") and os.environ.get(_GROUPS_FILE):
-        import json
-
-        target = Path(os.environ[_GROUPS_FILE])
-        written = target.with_name(f"{target.name}.{os.getpid()}")
-        written.write_text(json.dumps({item.nodeid: worker_group(item) for item in items}))
-        written.replace(target)  # both workers collect the same tests: either file will do
 
 
 @pytest.fixture(scope="session")
