@@ -216,13 +216,12 @@
     {% do result.update({'unreadable': {'reason': 'redacted' if redacted in text else 'cut short', 'line': ''}}) %}
     {{ return(result) }}
   {% endif %}
-  {% set section = analyzed.split(tail, 1)[0] %}
-  {% set lines = section.split('\n') %}
-  {#- redaction anywhere in the section (also in its first line, the schema, which a regex can
-      stretch over the whole plan), or a section without a plan line: unreadable, never viewless;
-      so no line read below holds a redaction -#}
-  {% if redacted in section or not (lines[1:] | select | list) %}
-    {% do result.update({'unreadable': {'reason': 'redacted' if redacted in analyzed else 'unread', 'line': lines[0]}}) %}
+  {% set lines = analyzed.split(tail, 1)[0].split('\n') %}
+  {#- the section's first line (its schema, which the loop below does not read) redacted, e.g. by
+      a regex stretched over the whole plan, or a section without a plan line: unreadable, never
+      viewless. A redaction in a later line is judged there (a view's name redacted is matched) -#}
+  {% if redacted in lines[0] or not (lines[1:] | select | list) %}
+    {% do result.update({'unreadable': {'reason': 'redacted' if redacted in lines[0] else 'unread', 'line': lines[0]}}) %}
     {{ return(result) }}
   {% endif %}
   {% set part = '`(?:[^`]|``)+`' %}
@@ -235,18 +234,18 @@
     {% if name == 'RelationV2' and alias.name %}
       {% set parts = [] %}
       {% for p in modules.re.findall('`((?:[^`]|``)+)`|([^.`]+)', alias.name) %}{% do parts.append((p[0] | replace('``', '`')) or p[1]) %}{% endfor %}
-      {% if parts | length == 3 and parts[0] == 'spark_catalog' %}
+      {% if parts | length == 3 and parts[0] == 'spark_catalog' and redacted not in alias.name %}
         {% set table = {'schema': parts[1], 'name': parts[2], 'shown': none} %}
         {% if table not in result.tables %}{% do result.tables.append(table) %}{% endif %}
       {% endif %}
     {% endif %}
     {% do alias.update({'name': node.group(2) | trim if name == 'SubqueryAlias' else none}) %}
-    {% if name.endswith('*********') %}
+    {% if redacted in node.group(1) or name.endswith('*********') %}
       {% do result.update({'unreadable': {'reason': 'redacted', 'line': line}}) %}
     {% elif name == 'View' %}
       {% set found = modules.re.match('^ \\((' ~ part ~ '(?:\\.' ~ part ~ ')*), \\[', node.group(2)) %}
       {% if found is none %}
-        {% do result.update({'unreadable': {'reason': 'unread', 'line': line}}) %}
+        {% do result.update({'unreadable': {'reason': 'redacted' if redacted in line else 'unread', 'line': line}}) %}
       {% else %}
         {% set parts = [] %}
         {% for p in modules.re.findall('`((?:[^`]|``)+)`', found.group(1)) %}{% do parts.append(p | replace('``', '`')) %}{% endfor %}
