@@ -98,6 +98,13 @@
     {% do dbt_merge.check_history_source(plan) %}
   {% endif %}
 
+  {#-- an empty increment (the SELECT has no rows today) into a table none of whose rows it
+       deletes, with no column to add or change: nothing to classify or write, no commit, no
+       snapshot; only the table's rows counted for the total --#}
+  {% set empty_increment = not rebuild and not skipped and not plan.history and not cfg.dry_run
+        and not plan.deduped and plan.get('source_rows') == 0 and plan.actions.target_only == 'keep'
+        and not (plan.schema.added or plan.schema.removed or plan.schema.retyped) %}
+
   {#-- [relation, materialized] pairs to drop at the end --#}
   {% set work_relations = [[plan.deduped, true], [plan.stage if plan.stage != plan.raw_stage else none, false],
                             [plan.raw_stage, not check_after_build]] %}
@@ -120,6 +127,12 @@
     {% set stats = {'inserted': total, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': total} %}
     {% if plan.history %}
       {% do stats.update({'held_back': 0, 'versions': total}) %}
+    {% endif %}
+  {% elif empty_increment %}
+    {% set stats = {'inserted': 0, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': dbt_merge.count_rows(plan.target)} %}
+    {% if adapter.type() == 'spark' %}
+      {#- no snapshot published (the Python door's result says so without looking for one) -#}
+      {% do stats.update({'snapshot_id': none}) %}
     {% endif %}
   {% elif skipped %}
     {#-- --empty / --sample shrink the SELECT: merging it would delete or miss rows for no reason --#}

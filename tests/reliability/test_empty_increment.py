@@ -1,0 +1,145 @@
+"""An empty increment (the model's SELECT has no rows today) into a table none of whose rows the
+strategy deletes (upsert, insert, update) is nearly free: 0 inserted / 0 updated / 0 deleted /
+0 unchanged and the table's rows as the total, nothing classified or written (no MERGE, no
+branch), and on Iceberg no new snapshot. What still changes the table does: a column the empty
+SELECT adds (append_new_columns), and a full_merge (today's refusal or deletes).
+Checked on DuckDB, Spark (Iceberg merge-on-read, copy-on-write, format 3 and parquet tables),
+over thrift, and through the Python doors (merge_table, merge_dataframe).
+"""
+
+from __future__ import annotations
+
+import pytest
+from dbt_helpers import run_dbt
+
+from .harness import PROFILES_DIR
+from .scenario import ENGINES, message, project
+
+MOR = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
+       "write.delete.mode": "merge-on-read"}
+SPARK_KINDS = {"mor": ("iceberg", MOR), "cow": ("iceberg", {}),
+               "v3": ("iceberg", {"format-version": "3"}), "parquet": ("parquet", {})}
+EMPTY = "select cast(1 as bigint) as id, cast('x' as string) as name where 1 = 0"
+TEN = ", ".join(f"({k}, 'v{k}')" for k in range(10))
+WRITES = ("merge into", "insert into", "insert overwrite", "create branch", "delete from",
+          "update ")
+
+
+def _kinds(db) -> dict[str, tuple[str | None, dict]]:
+    if db.name == "duckdb":
+        return {"table": (None, {})}
+    if db.name == "spark_thrift":  # no Iceberg extensions there: the passes' path
+        return {"mor": SPARK_KINDS["mor"], "parquet": SPARK_KINDS["parquet"]}
+    return SPARK_KINDS
+
+
+def _create(db, s: str, table: str, fmt: str | None, props: dict) -> None:
+    db.sql(f"drop table if exists {s}.{table}")
+    using = f" using {fmt}" if fmt else ""
+    tbl = (" tblproperties (" + ", ".join(f"'{k}' = '{v}'" for k, v in props.items()) + ")"
+           if props else "")
+    db.sql(f"create table {s}.{table} (id bigint, name string){using}{tbl}")
+    db.sql(f"insert into {s}.{table} values {TEN}")
+
+
+def _snapshots(db, s: str, table: str, fmt: str | None) -> list | None:
+    if fmt != "iceberg":
+        return None
+    return sorted(r[0] for r in db.sql(f"select snapshot_id from {s}.{table}.snapshots"))
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_an_empty_increment_writes_nothing(db, tmp_path):
+    s = "empty_increment"
+    db.engine.setup(s)
+    models, before = {}, {}
+    for kind, (fmt, props) in _kinds(db).items():
+        for strategy in ("upsert", "insert", "update"):
+            model = f"e_{kind}_{strategy}"
+            _create(db, s, model, fmt, props)
+            cfg = {"schema": s, "unique_key": "id", "strategy": strategy}
+            if fmt:
+                cfg.update({"file_format": fmt, "tblproperties": props})
+            models[model] = (cfg, EMPTY)
+            before[model] = (fmt, _snapshots(db, s, model, fmt))
+        # an empty SELECT that brings a new column still adds it (the normal path)
+        model = f"e_{kind}_newcol"
+        _create(db, s, model, fmt, props)
+        cfg = {"schema": s, "unique_key": "id", "on_schema_change": "append_new_columns"}
+        if fmt:
+            cfg.update({"file_format": fmt, "tblproperties": props})
+        models[model] = (cfg, EMPTY.replace(" as name", " as name, cast(2 as int) as extra"))
+    root = project(db, tmp_path, "empty_increment", models)
+    seen: list[str] = []
+    run = run_dbt(["run"], root, db.name, PROFILES_DIR,
+                  callbacks=[lambda e: seen.append(" ".join(e.data.sql.lower().split()))
+                             if e.info.name == "SQLQuery" else None])
+    for model, (fmt, snapshots) in before.items():
+        said = message(run, model)
+        assert "0 inserted, 0 updated, 0 deleted, 0 unchanged, 10 total" in said, (model, said)
+        assert sorted(db.sql(f"select id, name from {s}.{model}")) == [
+            (k, f"v{k}") for k in range(10)], model
+        assert _snapshots(db, s, model, fmt) == snapshots, model
+        writes = [q for q in seen if model in q and any(w in q for w in WRITES)]
+        assert writes == [], (model, writes)
+    for kind in _kinds(db):
+        model = f"e_{kind}_newcol"
+        assert "0 inserted, 0 updated, 0 deleted, 0 unchanged, 10 total" in message(run, model)
+        assert "extra" in [c.lower() for c in db.columns(s, model)], model
+
+
+@pytest.mark.parametrize("db", ENGINES[:2], indirect=True)
+def test_an_empty_full_merge_is_not_taken_for_an_empty_increment(db, tmp_path):
+    """full_merge deletes the rows the SELECT lacks: an empty SELECT is refused by the delete
+    guard as before (it would delete every row), and with the guard lifted deletes them."""
+    s = "empty_full_merge"
+    db.engine.setup(s)
+    fmt = "iceberg" if db.dialect == "spark" else None
+    for table in ("guarded", "lifted"):
+        _create(db, s, table, fmt, {})
+    models = {
+        "guarded": ({"schema": s, "unique_key": "id", "strategy": "full_merge"}, EMPTY),
+        "lifted": ({"schema": s, "unique_key": "id", "strategy": "full_merge",
+                    "max_delete_fraction": 1}, EMPTY),
+    }
+    root = project(db, tmp_path, "empty_full_merge", models)
+    run = run_dbt(["run"], root, db.name, PROFILES_DIR)
+    assert run.result("guarded").status == "error"
+    assert len(db.sql(f"select * from {s}.guarded")) == 10
+    assert "0 inserted, 0 updated, 10 deleted, 0 unchanged, 0 total" in message(run, "lifted")
+    assert db.sql(f"select * from {s}.lifted") == []
+
+
+def test_merge_table_of_an_empty_relation(tmp_path):
+    import duckdb
+
+    from dbt_merge.duckdb import merge_table
+
+    con = duckdb.connect(str(tmp_path / "e.duckdb"))
+    con.execute(f"create table t (id bigint, name varchar); insert into t values {TEN}")
+    con.execute("create table src as select * from t where false")
+    result = merge_table(con, "select * from src", "t", "id")
+    assert (result.inserted, result.updated, result.deleted, result.unchanged,
+            result.total) == (0, 0, 0, 0, 10)
+    assert con.execute("select count(*) from t").fetchone()[0] == 10
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("kind", ["mor", "cow"])
+def test_merge_dataframe_of_an_empty_dataframe(spark, kind):
+    from dbt_merge.spark import merge_dataframe
+
+    s, table = "empty_increment_df", f"empty_increment_df.t_{kind}"
+    spark.sql(f"create database if not exists {s}")
+    fmt, props = SPARK_KINDS[kind]
+    spark.sql(f"drop table if exists {table}")
+    tbl = (" tblproperties (" + ", ".join(f"'{k}' = '{v}'" for k, v in props.items()) + ")"
+           if props else "")
+    spark.sql(f"create table {table} (id bigint, name string) using {fmt}{tbl}")
+    spark.sql(f"insert into {table} values {TEN}")
+    snapshots = sorted(r[0] for r in spark.sql(f"select snapshot_id from {table}.snapshots").collect())
+    result = merge_dataframe(spark.table(table).where("false"), table, "id")
+    assert (result.inserted, result.updated, result.deleted, result.unchanged,
+            result.total, result.snapshot_id) == (0, 0, 0, 0, 10, None)
+    assert sorted(r[0] for r in spark.sql(f"select snapshot_id from {table}.snapshots").collect()) \
+        == snapshots
