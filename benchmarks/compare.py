@@ -51,6 +51,8 @@ DATA = {
     "snapshot": lambda t: data.Increment(t, t, shape="snapshot"),
     "200k": lambda t: data.Increment(t, 200_000 * t // 2_000_000),
     "changed": lambda t: data.Increment(t, t, shape="changed"),
+    "1k": lambda t: data.Increment(t, 1_000),
+    "empty": lambda t: data.Increment(t, 0, shape="empty"),
 }
 
 

@@ -78,6 +78,8 @@ class Increment:
             return f"{_short(self.rows)} rows"
         if self.shape == "changed":
             return f"{_short(self.target_rows)} target, every row changed"
+        if self.shape == "empty":
+            return f"{_short(self.target_rows)} target, empty increment (no rows)"
         text = f"{_short(self.target_rows)} target, {_short(self.rows)} increment"
         if self.unchanged:
             text += f", {round(self.unchanged * 100)}% unchanged"
@@ -133,6 +135,7 @@ def increment_select(engine: str, inc: Increment) -> str:
         "cdc": _cdc,
         "full": lambda e, i: target_select(e, i.rows),
         "changed": _every_row_changed,
+        "empty": lambda e, i: target_select(e, 0),
     }[inc.shape](engine, inc)
 
 

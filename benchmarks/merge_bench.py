@@ -20,9 +20,9 @@ executor JVMs' peaks), read as /proc VmHWM after resetting it.
     python -m benchmarks.merge_bench --profile --quick       # see benchmarks/profile.py
 
 Workloads (WORKLOADS below; BENCHMARKS.md describes each): increments, increments_mor,
-increments_v3, rewrite, rewrite_mor, unchanged, duplicates, small, snapshot, snapshot_mor,
-snapshot_v3, conditional, cdc, first_load, full_refresh, scaling (the _mor, _v3 and rewrite
-workloads: Spark only).
+increments_v3, rewrite, rewrite_mor, unchanged, duplicates, small, empty, snapshot,
+snapshot_mor, snapshot_v3, conditional, cdc, first_load, full_refresh, scaling, small_1k (the
+_mor, _v3, small_1k and rewrite workloads: Spark only).
 """
 
 from __future__ import annotations
@@ -72,6 +72,12 @@ WORKLOADS = {
     "unchanged": "upsert, 10% of the increment identical to the target",
     "duplicates": "deduplicate, +5% rows repeating keys",
     "small": "DuckDB: 10k and 100k increments into 10M, every strategy",
+    "empty": "an empty increment (no rows today): upsert against dbt's merge (DuckDB also "
+    "delete+insert); on Spark also empty_mor, empty_v3",
+    "small_1k": "Spark: a 1,000-row increment (500 updates, 500 new) into 2M, upsert against "
+    "dbt-spark's merge; also small_1k_mor, small_1k_v3",
+    **{f"{w}{k}": f"Spark: the {w} workload on {t} Iceberg tables" for w in ("empty", "small_1k")
+       for k, t in (("_mor", "merge-on-read"), ("_v3", "format-3"))},
     "snapshot": "the whole table again, 1% changed, 0.1% new, 0.1% gone (Spark: upsert and "
     "full_merge against dbt-spark's merge and the hand-written MERGE INTO, plain and skipping "
     "unchanged rows)",
@@ -253,6 +259,14 @@ def plan(engine: str, scale: int) -> list[Step]:
                 Step("scaling", data.Increment(t // f, i // f), scaling_jobs(engine))
                 for t, i in SPARK_SCALING
             ),
+            # a pipeline's small models: 1,000 rows, and nothing today (issue 37)
+            *(
+                Step(f"{name}{kind}", data.Increment(big, rows, shape=shape),
+                     [Job("upsert", "ours", f"ours_upsert{kind}"),
+                      Job("upsert", "dbt", f"dbt_merge{kind}")], kind=kind)
+                for name, rows, shape in (("small_1k", 1_000, "increment"), ("empty", 0, "empty"))
+                for kind in ("", "_mor", "_v3")
+            ),
         ]
     big, inc = 10_000_000 // f, 1_000_000 // f
     load = data.Increment(5_000_000 // f, 5_000_000 // f, shape="full")
@@ -276,6 +290,15 @@ def plan(engine: str, scale: int) -> list[Step]:
         *(
             Step("small", data.Increment(big, n // f), jobs_for(engine, all5, options=True))
             for n in (10_000, 100_000)
+        ),
+        Step(
+            "empty",
+            data.Increment(big, 0, shape="empty"),
+            [
+                Job("upsert", "ours", "ours_upsert"),
+                Job("upsert", "dbt", "dbt_delete_insert"),
+                Job("upsert", "dbt", "dbt_merge"),
+            ],
         ),
         Step(
             "snapshot",
