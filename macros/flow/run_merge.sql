@@ -81,10 +81,8 @@
     {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan)) %}
   {% endif %}
   {% set skipped = dbt_merge.shrinking_run_mode() if not rebuild else none %}
-  {#- write once and count from the commit where the table's commits can say (merge_on_branch);
-      else the count of a merge may test the keys' uniqueness on its own join (count_tests_keys) -#}
-  {% set one_write = not rebuild and not skipped and dbt_merge.commit_counts_applies(plan, cfg) %}
-  {#- a SELECT too large to broadcast has its keys' uniqueness tested later, on a join that
+  {#- the count of a merge may test the keys' uniqueness on its own join (count_tests_keys):
+      a SELECT too large to broadcast has its keys' uniqueness tested later, on a join that
       partitions it by key anyway: the count's (the passes) or the write-once MERGE's; a smaller
       one by the check's count(distinct), cheaper than a window over a broadcast join -#}
   {% set keys_later = not rebuild and not skipped and dbt_merge.count_tests_keys(plan, staged['bytes']) %}
@@ -152,8 +150,10 @@
       {% do dbt_merge.apply_history(plan, stats) %}
     {% endif %}
   {% else %}
-    {#-- one write into a branch, counted from its commit, then published; none: the passes --#}
-    {% set stats = dbt_merge.merge_on_branch(plan) if one_write else none %}
+    {#-- one write into a branch, counted from its commit, then published, where the table's
+         commits can say (commit_counts_applies; decided after the check: an empty increment
+         never asks); none: the passes --#}
+    {% set stats = dbt_merge.merge_on_branch(plan) if dbt_merge.commit_counts_applies(plan, cfg) else none %}
     {% if stats is none %}
       {#-- the table state counted, checked and written: the write refuses a table that changed since --#}
       {% do plan.update({'snapshot': dbt_merge.counted_snapshot(plan.target)}) %}

@@ -51,8 +51,8 @@
   {{ return(none) }}
 {% endmacro %}
 
-{#- Whether a merge can write once and count from its commit (before its source is checked, so
-    that the check tests the keys itself: count_tests_keys is not used). -#}
+{#- Whether a merge can write once and count from its commit (asked after the source check, by a
+    merge with rows to write: an empty increment never reads the session's extensions). -#}
 {% macro commit_counts_applies(plan, cfg) %}
   {{ return(adapter.dispatch('commit_counts_applies', 'dbt_merge')(plan, cfg)) }}
 {% endmacro %}
