@@ -163,8 +163,11 @@ def test_a_build_without_file_format_sets_no_session_setting(db, tmp_path):
 
 @pytest.mark.parametrize("db", SPARK_ENGINES, indirect=True)
 def test_the_staged_select_is_cached_uncompressed_and_the_setting_put_back(db, tmp_path):
-    """An incremental run caches the staged SELECT with compression off for that statement only
-    (cache_lazy: a compressed cache cost more than it saved) and puts the session's value back."""
+    """An incremental run caches a small staged SELECT as the session compresses caches (one
+    statement, no setting touched); one Spark estimates at dbt_merge_spark_uncompressed_cache_bytes
+    or more is uncached again and cached with compression off for that statement only (cache_lazy:
+    a compressed cache of a large SELECT cost more than it saved), and the session's value put
+    back."""
     key = "spark.sql.inMemoryColumnarStorage.compressed"
     s = f"stored_cache_{db.name}"
     db.engine.setup(s)
@@ -183,7 +186,16 @@ def test_the_staged_select_is_cached_uncompressed_and_the_setting_put_back(db, t
     assert "1 unchanged" in message(run, "cz"), message(run, "cz")
     cache = [i for i, q in enumerate(statements) if q.startswith("lazy table cz__dbt_merge_")]
     assert len(cache) == 1, statements
-    i = cache[0]
+    assert not [q for q in statements if key in q], statements
+    statements.clear()
+    run = run_dbt(["run"], root, db.name, PROFILES_DIR, callbacks=[collect],
+                  vars={"dbt_merge_spark_uncompressed_cache_bytes": 0})
+    assert "1 unchanged" in message(run, "cz"), message(run, "cz")
+    cache = [i for i, q in enumerate(statements) if q.startswith("lazy table cz__dbt_merge_")]
+    assert len(cache) == 2, statements
+    i = cache[1]
+    # uncache table if exists ..., then the setting read, set, the cache, put back
+    assert statements[i - 3].startswith("if exists cz__dbt_merge_"), statements[i - 3:i + 2]
     assert statements[i - 1].endswith(f"{key}=false"), statements[i - 3:i + 2]
     assert statements[i + 1].endswith(f"{key}=true"), statements[i - 3:i + 2]
     if db.name == "spark":  # the test's session is dbt's; a Thrift connection has its own
