@@ -259,7 +259,7 @@ def plan(engine: str, scale: int) -> list[Step]:
                 Step("scaling", data.Increment(t // f, i // f), scaling_jobs(engine))
                 for t, i in SPARK_SCALING
             ),
-            # a pipeline's small models: 1,000 rows, and nothing today (issue 37)
+            # a pipeline's small models: 1,000 rows, and nothing today (round 13)
             *(
                 Step(f"{name}{kind}", data.Increment(big, rows, shape=shape),
                      [Job("upsert", "ours", f"ours_upsert{kind}"),

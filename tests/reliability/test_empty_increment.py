@@ -149,9 +149,9 @@ def test_merge_dataframe_of_an_empty_dataframe(spark, kind):
 
 
 #: statements of a steady-state run of one model (the table last written by this package), by
-#: table kind: today's counts (issue 37 profiles what each decides; its goal is 8 for
-#: merge-on-read and format 3, 12 for copy-on-write and parquet). A change that adds a statement
-#: to every run fails here: lower the number when a statement goes.
+#: table kind: today's counts (round 13 of docs/benchmarks-history.md says what each decides;
+#: the goal is 8 for merge-on-read and format 3, 12 for copy-on-write and parquet). A change
+#: that adds a statement to every run fails here: lower the number when a statement goes.
 STATEMENTS = {"mor": 21, "cow": 18, "v3": 24, "parquet": 27}
 EMPTY_STATEMENTS = {"mor": 13, "cow": 13, "v3": 14, "parquet": 13}
 
