@@ -128,6 +128,10 @@
     {% endif %}
   {% elif empty_increment %}
     {% set stats = {'inserted': 0, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': dbt_merge.count_rows(plan.target)} %}
+    {% if plan.update_condition %}
+      {#- held back is reported whenever the merge has merge_update_condition (count_changes) -#}
+      {% do stats.update({'held_back': 0}) %}
+    {% endif %}
     {% if adapter.type() == 'spark' %}
       {#- no snapshot published (the Python door's result says so without looking for one) -#}
       {% do stats.update({'snapshot_id': none}) %}
