@@ -163,10 +163,22 @@ def test_merge_dataframe_of_an_empty_dataframe(spark, kind):
         return sorted(r[0] for r in spark.sql(query).collect())
 
     snapshots = snapshots_now()
-    result = merge_dataframe(spark.table(table).where("false"), table, "id")
+    history = f"{s}.history_{kind}"
+    spark.sql(f"drop table if exists {history}")
+    result = merge_dataframe(spark.table(table).where("false"), table, "id",
+                             merge_history_table=history)
     assert (result.inserted, result.updated, result.deleted, result.unchanged,
             result.total, result.snapshot_id) == (0, 0, 0, 0, 10, None)
     assert snapshots_now() == snapshots
+    # merge_history_table from the Python door: a row per call (red team F2: the call raised a
+    # raw jinja error after its merge had committed, with no history table)
+    new = spark.createDataFrame([(10, "n10")], "id bigint, name string")
+    result = merge_dataframe(new, table, "id", merge_history_table=history)
+    assert (result.inserted, result.total) == (1, 11)
+    rows = spark.sql(f"select model_unique_id, inserted, updated, deleted, unchanged, total "
+                     f"from {history} order by finished_at").collect()
+    assert [tuple(r) for r in rows] == [(f"merge_dataframe.{table}", 0, 0, 0, 0, 10),
+                                        (f"merge_dataframe.{table}", 1, 0, 0, 0, 11)]
 
 
 #: statements of a steady-state run of one model (the table last written by this package), by
