@@ -98,8 +98,7 @@ def merge_dataframe(
             "should_full_refresh": lambda: bool(full_refresh),
             # relation_columns builds dbt Columns through dbt's api namespace, the history
             # table's name (merge_history_table) a dbt Relation
-            "api": SimpleNamespace(Column=SimpleNamespace(create=Column),
-                                   Relation=SimpleNamespace(create=_relation_create)),
+            "api": SimpleNamespace(Column=SimpleNamespace(create=Column), Relation=Relation),
             "create_table_as": lambda temporary, relation, sql: _create_table_as(
                 config, relation, sql, df.columns, fail
             ),
@@ -152,13 +151,6 @@ def merge_dataframe(
         return MergeResult.from_stats(stats, snapshot)
     finally:
         runner.close(failed)
-
-
-def _relation_create(database: str | None = None, schema: str | None = None,
-                     identifier: str | None = None, type: str = "table") -> Relation:
-    """api.Relation.create as the macros call it (dbt-spark's relations: schema.identifier;
-    a catalog named as `database` is not part of the name, as in dbt-spark)."""
-    return Relation(schema, str(identifier), type)
 
 
 def _raised_message(text: str, name: str) -> str | None:

@@ -60,6 +60,13 @@ class Relation:
     def is_table(self) -> bool:
         return self.type == "table"
 
+    @classmethod
+    def create(cls, database: str | None = None, schema: str | None = None,
+               identifier: str = "", type: str = "table") -> Relation:
+        """api.Relation.create, as the macros call it (dbt-spark's relations are
+        schema.identifier: a catalog given as `database` is not part of the name)."""
+        return cls(schema, identifier, type)
+
     def incorporate(self, path: dict[str, Any] | None = None, type: str | None = None) -> Relation:
         changes: dict[str, Any] = {k: v for k, v in (path or {}).items() if k != "database"}
         if type is not None:
