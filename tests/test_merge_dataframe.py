@@ -134,21 +134,34 @@ def test_guest_in_the_users_session(spark):
 
 @pytest.mark.spark
 def test_two_threads_on_different_targets(spark):
+    """Neither thread is the one that made the session. The second table is merge-on-read, so
+    its merge writes once on a branch through Iceberg's Java API, which finds the session's
+    catalog only with the session active on the calling JVM thread (a raw "V1Table(...) is not
+    an Iceberg table" from any thread but the session's own, with SparkSessionCatalog over a
+    Hive metastore, before the door set it there)."""
     from dbt_merge.spark import merge_dataframe
 
     tables = [_table(spark, f"thread_{i}", TARGET) for i in range(2)]
+    spark.sql(f"alter table {tables[1]} set tblproperties ('format-version'='2',"
+              " 'write.merge.mode'='merge-on-read', 'write.update.mode'='merge-on-read',"
+              " 'write.delete.mode'='merge-on-read')")
     state = _session_state(spark)
     results: dict[str, object] = {}
 
-    def run(table: str, shift: int) -> None:
-        source = [(i + shift, n, u) for i, n, u in SOURCE]
+    # made here: createDataFrame sets the session active on the thread that calls it
+    sources = {t: spark.createDataFrame([(i + 10 * n, a, u) for i, a, u in SOURCE], COLUMNS)
+               for n, t in enumerate(tables)}
+
+    def run(table: str) -> None:
+        # a JVM thread with no active session, as py4j may give a new Python thread
+        spark._jvm.org.apache.spark.sql.SparkSession.clearActiveSession()
         try:
-            results[table] = merge_dataframe(spark.createDataFrame(source, COLUMNS), table,
+            results[table] = merge_dataframe(sources[table], table,
                                              key_columns="id", merge_check_columns=["updated_at"])
         except Exception as e:  # noqa: BLE001 - reported by the assertion below
             results[table] = e
 
-    threads = [threading.Thread(target=run, args=(t, 10 * i)) for i, t in enumerate(tables)]
+    threads = [threading.Thread(target=run, args=(t,)) for t in tables]
     for t in threads:
         t.start()
     for t in threads:
@@ -162,6 +175,7 @@ def test_two_threads_on_different_targets(spark):
                                 "total": 6, "snapshot_id": second.snapshot_id}
     assert _rows(spark, tables[0]) == EXPECTED["upsert"][0]
     assert _rows(spark, tables[1]) == sorted(TARGET + [(11, "a", 1), (12, "B", 2), (14, "d", 1)])
+    assert [r[0] for r in spark.sql(f"select name from {tables[1]}.refs").collect()] == ["main"]
     assert _session_state(spark) == state
 
 

@@ -290,11 +290,12 @@ class SparkRunner:
             return (str(error.java_exception.toString()) if isinstance(error, Py4JJavaError)
                     else f"{type(error).__name__}: {error}")
 
-        table = self.spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-            self.spark._jsparkSession, relation.render()
-        )
         if action not in ("create", "fast_forward", "drop"):
             raise ValueError(f"no branch action {action!r}")
+        with self._active_on_this_thread():
+            table = self.spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+                self.spark._jsparkSession, relation.render()
+            )
         result = "ok"
         for attempt in range(10):
             table.refresh()
@@ -323,6 +324,25 @@ class SparkRunner:
             self.branches.remove((relation, name))
         self.spark.sql(f"refresh table {relation}")
         return result
+
+    @contextlib.contextmanager
+    def _active_on_this_thread(self):
+        """The session active on the JVM thread that runs this Python thread's calls, for a call
+        into a Java API that finds its catalog through the active session (Iceberg's
+        Spark3Util.loadIcebergTable: without it, SparkSessionCatalog over a Hive metastore
+        answers with the session catalog's V1Table, "is not an Iceberg table"). A Python thread
+        other than the one that made the session runs on a JVM thread that may have no active
+        session. The thread's active session, or none, is put back."""
+        holder = self.spark._jvm.org.apache.spark.sql.SparkSession
+        before = holder.getActiveSession()
+        holder.setActiveSession(self.spark._jsparkSession)
+        try:
+            yield
+        finally:
+            if before.isDefined():
+                holder.setActiveSession(before.get())
+            else:
+                holder.clearActiveSession()
 
     # ------------------------------------------------------------------ leave nothing behind
 
