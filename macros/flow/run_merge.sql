@@ -101,7 +101,7 @@
        snapshot; only the table's rows counted for the total --#}
   {% set empty_increment = not rebuild and not skipped and not plan.history and not cfg.dry_run
         and not plan.deduped and plan.get('source_rows') == 0 and plan.actions.target_only == 'keep'
-        and not (plan.schema.added or plan.schema.removed or plan.schema.retyped) %}
+        and not dbt_merge.schema_changes_any(plan.schema) %}
 
   {#-- [relation, materialized] pairs to drop at the end --#}
   {% set work_relations = [[plan.deduped, true], [plan.stage if plan.stage != plan.raw_stage else none, false],

@@ -32,7 +32,7 @@
   {% if on_schema_change == 'append_new_columns' %}
     {% do changes.update({'removed': [], 'retyped': []}) %}
   {% endif %}
-  {% if not (changes.added or changes.removed or changes.retyped) %}
+  {% if not dbt_merge.schema_changes_any(changes) %}
     {{ return(changes) }}
   {% endif %}
 
@@ -49,9 +49,16 @@
 {% endmacro %}
 
 
+{#- Whether a plan's schema change (plan_schema_changes) adds, removes or retypes a column;
+    false for none (no plan made). -#}
+{% macro schema_changes_any(changes) %}
+  {{ return(changes is not none and (changes.added | length + changes.removed | length + changes.retyped | length) > 0) }}
+{% endmacro %}
+
+
 {#- Make the planned change (plan_schema_changes) to the target. -#}
 {% macro apply_schema_changes(target, changes) %}
-  {% if changes.added or changes.removed or changes.retyped %}
+  {% if dbt_merge.schema_changes_any(changes) %}
     {% do log('dbt_merge ' ~ model.name ~ ': on_schema_change=' ~ config.get('on_schema_change') ~ ': '
               ~ dbt_merge._describe_schema_changes(changes), info=true) %}
     {% do dbt_merge.alter_target_columns(target, add=changes.added, remove=changes.removed, retype=changes.retyped) %}

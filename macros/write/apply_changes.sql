@@ -114,7 +114,7 @@
     columns. -#}
 {% macro spark__apply_changes(plan, counts) %}
   {% if counts.inserted + counts.updated + counts.deleted > 0 %}
-    {% set altered = plan.schema is not none and (plan.schema.added or plan.schema.removed or plan.schema.retyped) %}
+    {% set altered = dbt_merge.schema_changes_any(plan.schema) %}
     {% set storage = plan.target_storage if plan.target_storage and not altered else dbt_merge.table_storage(plan.target) %}
     {% if storage.write == 'overwrite' %}
       {% do dbt_merge.overwrite_partitions(plan, counts, storage) %}

@@ -147,7 +147,7 @@
     key's current version, closed) and each row to insert ('W': never matched); it passes the
     snapshot guard, so a commit made after the counts fails the write. -#}
 {% macro spark__apply_history(plan, stats) %}
-  {% set altered = plan.schema is not none and (plan.schema.added or plan.schema.removed or plan.schema.retyped) %}
+  {% set altered = dbt_merge.schema_changes_any(plan.schema) %}
   {% set storage = plan.target_storage if plan.target_storage and not altered else dbt_merge.table_storage(plan.target) %}
   {% if storage.write == 'overwrite' %}
     {% do dbt_merge.overwrite_partitions(plan, stats, storage) %}

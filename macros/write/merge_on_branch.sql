@@ -69,7 +69,7 @@
   {% endif %}
   {% set kind = dbt_merge._commit_counts_kind(storage) %}
   {% set strategies = ['upsert', 'insert', 'full_merge'] if kind == 'v3' else ['upsert', 'insert'] %}
-  {% set altered = plan.schema is not none and (plan.schema.added or plan.schema.removed or plan.schema.retyped) %}
+  {% set altered = dbt_merge.schema_changes_any(plan.schema) %}
   {#- full_merge_write='overwrite', asked for by name, is honoured: it rewrites the whole table -#}
   {% if plan.strategy == 'full_merge' and plan.get('full_merge_write') == 'overwrite' %}
     {{ return(false) }}

@@ -49,7 +49,7 @@
   {% if storage.provider == 'iceberg' %}
     {% set schema = plan.schema %}
     {% do dbt_merge._check_replaced_snapshot(plan.target, read,
-        restorable=schema is none or not (schema.added or schema.removed or schema.retyped)) %}
+        restorable=not dbt_merge.schema_changes_any(schema)) %}
   {% endif %}
 {% endmacro %}
 
