@@ -836,3 +836,44 @@ def test_a_deletion_closed_in_a_zone_ahead_is_not_taken_for_a_marker():
     result = run("Pacific/Pago_Pago", "(2, 'b2', '2024-02-01')")
     assert (result.updated, result.total) == (1, 1)
     assert con.execute("select dbt_valid_to from h where id = 1").fetchall() == ended
+
+
+@pytest.mark.parametrize("on_schema_change", ["ignore", "fail", "append_new_columns",
+                                              "sync_all_columns"])
+@pytest.mark.parametrize("rows", [0, 2])
+def test_a_column_with_no_type_keeps_the_tables_type(con, on_schema_change, rows, tmp_path):
+    """A source column DuckDB types "NULL" (an empty or all-None pandas object column, an Arrow
+    null column) is no change of type: the table's columns and types stay, its NULLs are
+    written as NULLs (before: under sync_all_columns a raw "Unimplemented type for cast
+    (VARCHAR -> "NULL")", and 'fail' refused a change that is none). Also through
+    merge_parquet_dataset, which plans schema changes with the same macro."""
+    import pandas as pd
+    from dbt_merge.parquet import merge_parquet_dataset
+
+    source = pa.table({"id": pa.array([2, 5][:rows], pa.int32()),
+                       "name": pa.array([None] * rows, pa.null()),
+                       "updated_at": pa.array([7, 7][:rows], pa.int32())})
+    types = con.execute("select data_type from information_schema.columns "
+                        "where table_name = 't' order by ordinal_position").fetchall()
+    result = merge_table(con, source, "analytics.t", key_columns="id",
+                         on_schema_change=on_schema_change)
+    after = [(1, "a", 1), (2, None, 7), (3, "c", 1), (5, None, 7)] if rows else TARGET
+    assert _rows(con) == after
+    assert result.as_dict() == {"inserted": rows // 2, "updated": rows // 2, "deleted": 0,
+                                "unchanged": 0, "total": 3 + rows // 2}
+    assert con.execute("select data_type from information_schema.columns "
+                       "where table_name = 't' order by ordinal_position").fetchall() == types
+
+    dataset = str(tmp_path / "ds")
+    merge_parquet_dataset(pd.DataFrame(TARGET, columns=["id", "name", "updated_at"])
+                          .astype({"id": "int32", "updated_at": "int32"}), dataset,
+                          key_columns="id")
+    stats = merge_parquet_dataset(source.to_pandas().astype({"name": object}), dataset,
+                                  key_columns="id", on_schema_change=on_schema_change)
+    assert {k: stats[k] for k in ("inserted", "updated", "deleted", "unchanged", "total")} == \
+        result.as_dict()
+    read = duckdb.connect()
+    files = f"read_parquet('{dataset}/**/*.parquet')"
+    assert read.execute(f"select * from {files} order by id").fetchall() == after
+    assert [r[1] for r in read.execute(f"describe select * from {files}").fetchall()] == [
+        "INTEGER", "VARCHAR", "INTEGER"]

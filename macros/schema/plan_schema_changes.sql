@@ -5,7 +5,9 @@
   (target_write_limits)}. Raises for 'fail'
   and for any change the engine could not make (check_schema_changes), so that a refused run
   has altered nothing. apply_schema_changes makes the change, just before the write.
-  Types are compared as the engine reports them.
+  Types are compared as the engine reports them. A SELECT's column with no type (DuckDB's NULL
+  type, Spark's void: every value null, e.g. an empty pandas object column or `select null`)
+  keeps the target's column and type: its nulls cast to any type, so it is no retype.
 -#}
 {% macro plan_schema_changes(on_schema_change, target, source_columns, target_columns) %}
   {% set target_names = target_columns | map(attribute='name') | list %}
@@ -20,7 +22,7 @@
     {% set match = target_columns | selectattr('name', 'equalto', dbt_merge._find_column(col.name, target_names)) | list %}
     {% if not match %}
       {% do changes.added.append(col) %}
-    {% elif match[0].data_type | lower != col.data_type | lower %}
+    {% elif match[0].data_type | lower != col.data_type | lower and not dbt_merge._untyped(col.data_type) %}
       {% do changes.retyped.append({'column': match[0], 'new_type': col.data_type}) %}
     {% endif %}
   {% endfor %}
@@ -46,6 +48,12 @@
                                  | reject('in', changes.removed | map(attribute='name') | list) | list
                                  + changes.added | map(attribute='name') | list}) %}
   {{ return(changes) }}
+{% endmacro %}
+
+
+{#- A column type that carries no type: DuckDB's "NULL", Spark's void (and null). -#}
+{% macro _untyped(data_type) %}
+  {{ return((data_type or '') | lower | replace('"', '') | trim in ('null', 'void')) }}
 {% endmacro %}
 
 
