@@ -310,3 +310,28 @@ def test_views_spark_reads_at_an_old_definition_are_refused(spark):
         spark.conf.unset("spark.sql.redaction.string.regex")
     assert (result.inserted, result.updated, result.unchanged, result.held_back) == (1, 1, 1, 0)
     assert _rows(spark, table) == [(1, "a", 1), (2, "B", 2), (3, "c", 1), (4, "d", 1)]
+
+
+@pytest.mark.spark
+def test_full_merge_overwrite_with_a_column_it_adds(spark):
+    """full_merge written by INSERT OVERWRITE (rows read from the counted snapshot) with
+    on_schema_change='append_new_columns' and a new column: the column is added and the rows
+    merged (before: the snapshot, read by version, has no such column; the run was refused as
+    another writer's commit, every run again, with the column left added). Red team r45 F1."""
+    from dbt_merge.spark import merge_dataframe
+
+    table = _table(spark, "fm_new_column", TARGET)
+    source = spark.createDataFrame([(1, "a", 1, "n1"), (2, "B", 2, None), (4, "d", 1, "n4")],
+                                   COLUMNS + ", note string")
+    first = merge_dataframe(source, table, key_columns="id", strategy="full_merge",
+                            on_schema_change="append_new_columns", max_delete_fraction=1,
+                            full_merge_write="overwrite")
+    assert first.as_dict() == {"inserted": 1, "updated": 2, "deleted": 1, "unchanged": 0,
+                               "total": 3, "snapshot_id": first.snapshot_id}
+    assert spark.table(table).columns == ["id", "name", "updated_at", "note"]
+    assert _rows(spark, table) == [(1, "a", 1, "n1"), (2, "B", 2, None), (4, "d", 1, "n4")]
+    again = merge_dataframe(source, table, key_columns="id", strategy="full_merge",
+                            on_schema_change="append_new_columns", max_delete_fraction=1,
+                            full_merge_write="overwrite")
+    assert again.as_dict()["unchanged"] == 3
+    assert _rows(spark, table) == [(1, "a", 1, "n1"), (2, "B", 2, None), (4, "d", 1, "n4")]
