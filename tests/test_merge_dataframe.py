@@ -335,3 +335,46 @@ def test_full_merge_overwrite_with_a_column_it_adds(spark):
                             full_merge_write="overwrite")
     assert again.as_dict()["unchanged"] == 3
     assert _rows(spark, table) == [(1, "a", 1, "n1"), (2, "B", 2, None), (4, "d", 1, "n4")]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("by_hand", ["drop and add name again", "add note"])
+def test_full_merge_overwrite_after_columns_changed_by_hand(spark, by_hand):
+    """The table's columns changed by hand since its last commit (no snapshot has the new
+    schema). The overwrite reads the table's rows with its columns now (before: read by version
+    from the counted snapshot, with that snapshot's columns: a column dropped and added again
+    brought the dropped column's values back, counted unchanged; an added column made every run
+    fail, reported as another writer's commit since the message was read out of the quoted
+    plan of Spark's analysis error). Red team r45b F1, F2."""
+    from dbt_merge.spark import merge_dataframe
+
+    table = _table(spark, "fm_added_by_hand" if by_hand == "add note" else "fm_readded_by_hand",
+                   TARGET)
+    if by_hand == "add note":
+        spark.sql(f"alter table {table} add column note string")
+        columns, source = COLUMNS + ", note string", [(1, "a", 1, None), (2, "B", 2, "x")]
+        after = [(1, "a", 1, None), (2, "B", 2, "x")]
+    else:
+        spark.sql(f"alter table {table} drop column name")
+        spark.sql(f"alter table {table} add column name string")
+        columns, source = "id int, updated_at int, name string", [(1, 1, None), (2, 2, "B")]
+        after = [(1, 1, None), (2, 2, "B")]
+    result = merge_dataframe(spark.createDataFrame(source, columns), table, key_columns="id",
+                             strategy="full_merge", max_delete_fraction=1,
+                             full_merge_write="overwrite")
+    assert result.as_dict() == {"inserted": 0, "updated": 1, "deleted": 1, "unchanged": 1,
+                                "total": 2, "snapshot_id": result.snapshot_id}
+    assert _rows(spark, table) == after
+
+
+def test_the_message_of_raise_error_is_not_read_from_a_quoted_plan():
+    """A statement that fails in Spark's analysis quotes its SQL and plan, raise_error's message
+    included: that is no message raised (r45b F2)."""
+    from dbt_merge.spark.api import _raised_message
+
+    said = "dbt_merge: model 't': another writer committed. Running the merge again is safe."
+    raised = f"[USER_RAISED_EXCEPTION] {said}"
+    assert _raised_message(raised, "t") == said.split("dbt_merge: model 't': ")[1]
+    quoted = ("[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column `h` cannot be resolved; "
+              f"... else raise_error('{said}') end ... +- Project [raise_error({said}, NullType)]")
+    assert _raised_message(quoted, "t") is None

@@ -98,18 +98,6 @@
 {% macro _merged_rows_sql(plan, counts, columns, partition_by, version=none) %}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
   {%- set target = plan.target ~ (' version as of ' ~ version if version is not none else '') -%}
-  {#- a snapshot read by version has that snapshot's columns: a column this run added (ALTER, or
-      the soft-delete columns) is not in it, and its rows hold NULL there -#}
-  {%- if version is not none and plan.schema is not none -%}
-    {%- set had = plan.schema.target_columns | map(attribute='name') | map('lower') | list -%}
-    {%- set missing = [] -%}
-    {%- for col in columns if col | lower not in had -%}{%- do missing.append(col) -%}{%- endfor -%}
-    {%- if had and missing -%}
-      {%- set nulls = [] -%}
-      {%- for col in missing -%}{%- do nulls.append('null as ' ~ dbt_merge.quote_identifier(col)) -%}{%- endfor -%}
-      {%- set target = '(select *, ' ~ nulls | join(', ') ~ ' from ' ~ target ~ ')' -%}
-    {%- endif -%}
-  {%- endif -%}
   {%- set written = dbt_merge._written_rows_sql(plan, counts, columns) -%}
   {%- set removed = dbt_merge._removed_rows_condition(plan, counts) -%}
   {%- set kept = 'select ' ~ dbt_merge._kept_columns_sql(plan, counts, columns) ~ ' from ' ~ target ~ ' as ' ~ dst -%}

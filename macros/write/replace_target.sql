@@ -22,10 +22,11 @@
    dynamic overwrite of a parquet table (keep_session_conf); choose_full_merge_write writes a
    partitioned table by MERGE INTO.
    Unlike MERGE INTO, Iceberg's SQL INSERT OVERWRITE does not check for commits made since the
-   snapshot it read: another writer's commit in between would be silently replaced. So the rows
-   are read by id from the snapshot the merge counted (plan.snapshot, counted_snapshot), the
-   statement fails before it commits when the table is no longer that snapshot as it runs
-   (snapshot_guard_sql), and the commit's parent must be that snapshot: a commit that lands while
+   snapshot it read: another writer's commit in between would be silently replaced. So the
+   statement fails before it commits when the table is no longer the snapshot the merge counted
+   (plan.snapshot, counted_snapshot) as it runs (snapshot_guard_sql), which makes the rows it
+   reads (the table as it is, with its columns now) that snapshot's, and the commit's parent must
+   be that snapshot: a commit that lands while
    the overwrite runs is caught only afterwards (_check_replaced_snapshot), since Spark SQL cannot
    pass Iceberg the write options (isolation-level, validate-from-snapshot-id) that would make
    the overwrite's own commit check for it. #}
@@ -41,7 +42,12 @@
     {{ dbt_merge.raise_merge_error("internal: a whole-table overwrite of the partitioned table " ~ plan.target
         ~ " (choose_full_merge_write writes a partitioned table by MERGE INTO).") }}
   {% endif %}
-  {% set rows = dbt_merge._merged_rows_sql(plan, counts, storage.columns, [], version=read) %}
+  {#- the table's rows as it is now, with its columns now (read by version, the counted snapshot
+      has that snapshot's columns: a column dropped and added again since would read the dropped
+      one's values, and one added since would be missing); the guard makes them the counted
+      snapshot's rows, since the statement fails unless main is still that snapshot -#}
+  {% set rows = dbt_merge._merged_rows_sql(plan, counts, storage.columns, [],
+                                           version=none if guard else read) %}
   {% if guard %}
     {% set rows = 'select * from (' ~ rows ~ ') as dbt_merge_rows where ' ~ guard %}
   {% endif %}

@@ -158,6 +158,10 @@ def _raised_message(text: str, name: str) -> str | None:
     ('dbt_merge: model '<name>': <message>' up to its end), or None."""
     head = f"dbt_merge: model '{name}': "
     start = text.find(head)
+    # a statement that failed before running (an AnalysisException) quotes its SQL and plan,
+    # where the message is the argument of raise_error( : that is not the message raised
+    while start >= 0 and text[max(0, start - 13):start].rstrip("'").endswith("raise_error("):
+        start = text.find(head, start + 1)
     if start < 0:
         return None
     message = text[start + len(head):]
