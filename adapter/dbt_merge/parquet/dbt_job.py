@@ -206,6 +206,9 @@ def _dataset_view_sql(con: Any, root: Path, sql: str) -> str:
     named = zip(relation.columns, relation.types, strict=True)
     select_types = {name.lower(): str(dtype) for name, dtype in named}
     hive_types = {p: select_types.get(p.lower(), "VARCHAR") for p in partitions}
+    # a column with no type (every value NULL): its folders read as VARCHAR, as a merge reads them
+    hive_types = {p: "VARCHAR" if t.strip('"').upper() == "NULL" else t
+                  for p, t in hive_types.items()}
     hive = None
     if partitions:
         values = {str(root / f): layout.partition_values(f, partitions) for f in files}
