@@ -378,3 +378,35 @@ def test_the_message_of_raise_error_is_not_read_from_a_quoted_plan():
     quoted = ("[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column `h` cannot be resolved; "
               f"... else raise_error('{said}') end ... +- Project [raise_error({said}, NullType)]")
     assert _raised_message(quoted, "t") is None
+
+
+@pytest.mark.spark
+def test_full_merge_overwrite_of_a_table_with_no_commit_refuses_another_writers_first(
+        spark, monkeypatch):
+    """A table created with no rows (no snapshot) is counted empty; another writer commits
+    before the overwrite. The overwrite now refuses unless the table still has no commit (before:
+    it took that commit as the snapshot read, unguarded, and kept its rows uncounted: a key twice,
+    a NULL-key row a full_merge deletes, success reported). Red team r45c C."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+    from pyspark.sql import SparkSession
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.fm_no_commit"
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {table} ({COLUMNS}) using iceberg")
+    source = spark.createDataFrame([(1, "a", 1), (2, "b", 1)], COLUMNS)
+    original, fired = SparkSession.sql, []
+
+    def sql(self, query, *args, **kwargs):
+        if isinstance(query, str) and "('write.wap.enabled')" in query and not fired:
+            fired.append(query)
+            original(self, f"insert into {table} values (1, 'z', 9), (7, 'q', 9)")
+        return original(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(SparkSession, "sql", sql)
+    with pytest.raises(MergeError, match="another writer committed to .* no commit yet"):
+        merge_dataframe(source, table, key_columns="id", strategy="full_merge",
+                        full_merge_write="overwrite")
+    monkeypatch.undo()
+    assert fired
+    assert _rows(spark, table) == [(1, "z", 9), (7, "q", 9)]

@@ -31,11 +31,19 @@
    pass Iceberg the write options (isolation-level, validate-from-snapshot-id) that would make
    the overwrite's own commit check for it. #}
 {% macro spark__replace_target(plan, counts, storage) %}
-  {% set read = none %}
-  {% if storage.provider == 'iceberg' %}
-    {% set read = plan.get('snapshot') if plan.get('snapshot') is not none else dbt_merge._current_snapshot(plan.target) %}
+  {% set read = plan.get('snapshot') if storage.provider == 'iceberg' else none %}
+  {% set guard = dbt_merge.snapshot_guard_sql(plan) %}
+  {% if storage.provider == 'iceberg' and read is none %}
+    {#- counted on a table with no commit yet: the statement fails unless it still has none (a
+        commit another writer made since would be read and kept uncounted; before, that commit
+        was taken as the snapshot read, unguarded) -#}
+    {% set fresh = {} %}
+    {% do fresh.update(plan) %}
+    {% do fresh.update({'snapshot': 'none (the table had no commit yet)'}) %}
+    {% set guard = "case when (select count(*) from " ~ plan.target ~ ".refs where name = 'main') = 0"
+        ~ " then true else raise_error(" ~ dbt_merge._sql_string(dbt_merge._concurrent_commit_message(fresh))
+        ~ ") end" %}
   {% endif %}
-  {% set guard = dbt_merge.snapshot_guard_sql(plan) if read == plan.get('snapshot') else none %}
   {#- an unpartitioned table is overwritten whole in either partition overwrite mode, when at least
       one row is written (choose_full_merge_write merges a table the merge leaves empty) -#}
   {% if storage.partitioned %}
