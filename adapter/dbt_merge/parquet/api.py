@@ -739,9 +739,7 @@ class _Merge:
         return [lowered[c.lower()] for c in columns]
 
     def _hive_types(self, partitions: list[str], source_columns) -> dict[str, str] | None:
-        """Partition columns are typed as the source's (folder names carry no type); a source
-        column with no type (DuckDB's "NULL": every value null) reads the folders as VARCHAR,
-        as readers do without hive_types."""
+        """Partition columns are typed as the source's (folder names carry no type; q.hive_type)."""
         if not partitions:
             return None
         types = {c.name.lower(): c.dtype for c in source_columns}
@@ -750,8 +748,7 @@ class _Merge:
             self.fail(
                 f"partition column '{missing[0]}' is not in the source. Add it to the source."
             )
-        return {p: "VARCHAR" if types[p.lower()].strip('"').upper() == "NULL" else types[p.lower()]
-                for p in partitions}
+        return {p: q.hive_type(types[p.lower()]) for p in partitions}
 
     def _paths(self, files: list[str]) -> list[str]:
         for f in [str(self.root), *files]:

@@ -205,10 +205,7 @@ def _dataset_view_sql(con: Any, root: Path, sql: str) -> str:
     relation = con.sql(sql)
     named = zip(relation.columns, relation.types, strict=True)
     select_types = {name.lower(): str(dtype) for name, dtype in named}
-    hive_types = {p: select_types.get(p.lower(), "VARCHAR") for p in partitions}
-    # a column with no type (every value NULL): its folders read as VARCHAR, as a merge reads them
-    hive_types = {p: "VARCHAR" if t.strip('"').upper() == "NULL" else t
-                  for p, t in hive_types.items()}
+    hive_types = {p: q.hive_type(select_types.get(p.lower(), "VARCHAR")) for p in partitions}
     hive = None
     if partitions:
         values = {str(root / f): layout.partition_values(f, partitions) for f in files}

@@ -72,6 +72,13 @@ def is_prunable(dtype: str) -> bool:
     return t in PRUNABLE_TYPES or t.startswith("DECIMAL(")
 
 
+def hive_type(dtype: str) -> str:
+    """The type a partition column's folder values are read as: the column's, except that a
+    column with no type (DuckDB's "NULL": every value null) reads them as VARCHAR, as readers do
+    without hive_types."""
+    return "VARCHAR" if dtype.strip('"').upper() == "NULL" else dtype
+
+
 @dataclass(frozen=True)
 class Hive:
     """A hive-partitioned dataset: its partition columns with their types (in folder order),
