@@ -93,11 +93,10 @@
 
 {#- SELECT of the new content of the affected partitions (of the whole table when `partition_by` is
     empty): the target rows that stay, as they are or soft-deleted, then the rows written, as
-    `columns` (the table's columns in its order). `version` pins the target rows read to that
-    Iceberg snapshot (replace_target); none reads the table as it is. -#}
-{% macro _merged_rows_sql(plan, counts, columns, partition_by, version=none) %}
+    `columns` (the table's columns in its order). -#}
+{% macro _merged_rows_sql(plan, counts, columns, partition_by) %}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
-  {%- set target = plan.target ~ (' version as of ' ~ version if version is not none else '') -%}
+  {%- set target = plan.target -%}
   {%- set written = dbt_merge._written_rows_sql(plan, counts, columns) -%}
   {%- set removed = dbt_merge._removed_rows_condition(plan, counts) -%}
   {%- set kept = 'select ' ~ dbt_merge._kept_columns_sql(plan, counts, columns) ~ ' from ' ~ target ~ ' as ' ~ dst -%}

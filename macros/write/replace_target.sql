@@ -32,18 +32,10 @@
    the overwrite's own commit check for it. #}
 {% macro spark__replace_target(plan, counts, storage) %}
   {% set read = plan.get('snapshot') if storage.provider == 'iceberg' else none %}
-  {% set guard = dbt_merge.snapshot_guard_sql(plan) %}
-  {% if storage.provider == 'iceberg' and read is none %}
-    {#- counted on a table with no commit yet: the statement fails unless it still has none (a
-        commit another writer made since would be read and kept uncounted; before, that commit
-        was taken as the snapshot read, unguarded) -#}
-    {% set fresh = {} %}
-    {% do fresh.update(plan) %}
-    {% do fresh.update({'snapshot': 'none (the table had no commit yet)'}) %}
-    {% set guard = "case when (select count(*) from " ~ plan.target ~ ".refs where name = 'main') = 0"
-        ~ " then true else raise_error(" ~ dbt_merge._sql_string(dbt_merge._concurrent_commit_message(fresh))
-        ~ ") end" %}
-  {% endif %}
+  {#- Iceberg: guarded on the counted snapshot, or, counted on a table with no commit yet, on it
+      still having none (a commit another writer made since would be read and kept uncounted) -#}
+  {% set guard = dbt_merge._snapshot_is_sql(plan.target, read, dbt_merge._concurrent_commit_message(plan))
+                 if storage.provider == 'iceberg' else none %}
   {#- an unpartitioned table is overwritten whole in either partition overwrite mode, when at least
       one row is written (choose_full_merge_write merges a table the merge leaves empty) -#}
   {% if storage.partitioned %}
@@ -54,8 +46,7 @@
       has that snapshot's columns: a column dropped and added again since would read the dropped
       one's values, and one added since would be missing); the guard makes them the counted
       snapshot's rows, since the statement fails unless main is still that snapshot -#}
-  {% set rows = dbt_merge._merged_rows_sql(plan, counts, storage.columns, [],
-                                           version=none if guard else read) %}
+  {% set rows = dbt_merge._merged_rows_sql(plan, counts, storage.columns, []) %}
   {% if guard %}
     {% set rows = 'select * from (' ~ rows ~ ') as dbt_merge_rows where ' ~ guard %}
   {% endif %}

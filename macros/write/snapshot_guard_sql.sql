@@ -25,18 +25,21 @@
   {{ return(dbt_merge._snapshot_is_sql(plan.target, plan.snapshot, dbt_merge._concurrent_commit_message(plan))) }}
 {% endmacro %}
 
-{#- True while Iceberg table `relation`'s `main` reference is snapshot `snapshot`; otherwise the
-    statement fails with `message`. -#}
+{#- True while Iceberg table `relation`'s `main` reference is snapshot `snapshot` (none: while
+    the table has no commit yet); otherwise the statement fails with `message`. -#}
 {% macro _snapshot_is_sql(relation, snapshot, message) %}
-  {{ return("case when (select snapshot_id from " ~ relation ~ ".refs where name = 'main') = " ~ snapshot
-      ~ " then true else raise_error(" ~ dbt_merge._sql_string(message) ~ ") end") }}
+  {% set holds = ("(select count(*) from " ~ relation ~ ".refs where name = 'main') = 0" if snapshot is none
+                  else "(select snapshot_id from " ~ relation ~ ".refs where name = 'main') = " ~ snapshot) %}
+  {{ return("case when " ~ holds ~ " then true else raise_error(" ~ dbt_merge._sql_string(message) ~ ") end") }}
 {% endmacro %}
 
 {#- What a run whose table changed under it says: raised inside Spark (a statement's raise_error),
     with the prefix raise_merge_error would give it; `prefixed=false` for raise_merge_error itself. -#}
 {% macro _concurrent_commit_message(plan, prefixed=true) %}
   {{ return(("dbt_merge: model '" ~ model.name ~ "': " if prefixed else "") ~ "another writer committed to " ~ plan.target
-      ~ " after this run counted its changes on snapshot " ~ plan.snapshot ~ ", so nothing was written "
+      ~ " after this run counted its changes on snapshot "
+      ~ (plan.get('snapshot') if plan.get('snapshot') is not none else "none (the table had no commit yet)")
+      ~ ", so nothing was written "
       ~ "(the counts and the checks would not be of the table the write changes). Running the model "
       ~ "again is safe: it counts the table as it is then.") }}
 {% endmacro %}
