@@ -592,6 +592,48 @@ def test_the_view_macro_keeps_a_view_whose_sql_fails_and_passes_one_already_gone
         assert "previous_metadata_location" not in properties, view
 
 
+@pytest.mark.spark
+def test_a_temporary_view_made_after_a_merge_reads_a_replaced_view_model_anew(
+        spark_runs, spark, tmp_path):
+    """A merge stages its SELECT with spark.sql.legacy.storeAnalyzedPlanForView set, which pins
+    every temporary view made while it is set to what it read then. Left set after the run
+    (before 2026-11-29), a temporary view the user made over the dbt view stg_customers kept
+    day 2's rows after dbt replaced the view with day 1's, and a merge model reading it merged
+    them: no refusal, the counts of the old rows. The model now puts the setting back."""
+    copy, _, _ = spark_runs
+    project = tmp_path / "temp_view"
+    shutil.copytree(copy, project, symlinks=True, ignore=shutil.ignore_patterns("target", "logs"))
+    (project / "models" / "merges" / "customers_tv.sql").write_text(
+        "{{ config(materialized='merge', unique_key='customer_id') }}\n"
+        "select customer_id, region, tier, updated_at from customers_tv_src\n")
+    key = "spark.sql.legacy.storeAnalyzedPlanForView"
+    spark.sql("drop table if exists analytics.customers_tv")
+    (merged,) = _run_commands(
+        [["run", "--target", "spark", "--select", "+customers", "--vars", "{day: 2}"]], project)
+    assert "inserted" in merged.messages()["customers"]
+    assert spark.conf.get(key).lower() == "false"
+    spark.sql("create or replace temporary view customers_tv_src as "
+              "select * from analytics.stg_customers")
+    try:
+        _run_commands([["run", "--target", "spark", "--select", "stg_customers",
+                        "--vars", "{day: 1}"],
+                       ["run", "--target", "spark", "--select", "customers_tv",
+                        "--vars", "{day: 1}"]], project)
+        # day 1 has customers 1 to 4, day 2 has 2 to 5
+        assert [r[0] for r in spark.sql(
+            "select customer_id from customers_tv_src order by 1").collect()] == [1, 2, 3, 4]
+        _, again = _run_commands([
+            ["run", "--target", "spark", "--select", "stg_customers", "--vars", "{day: 2}"],
+            ["run", "--target", "spark", "--select", "customers_tv", "--vars", "{day: 2}"]],
+            project)
+        stats = again.stats("customers_tv")
+        assert (stats["inserted"], stats["total"]) == (1, 5), stats
+        assert spark.conf.get(key).lower() == "false"
+    finally:
+        spark.catalog.dropTempView("customers_tv_src")
+        spark.sql("drop table if exists analytics.customers_tv")
+
+
 @pytest.mark.parametrize("name", ["merge_table.py", "merge_parquet_dataset.py"])
 def test_the_python_pages_examples_run_as_shown(tmp_path, name):
     """docs/python.md shows each door's example whole: the block, saved as a file and run in an

@@ -381,6 +381,53 @@ def test_the_message_of_raise_error_is_not_read_from_a_quoted_plan():
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("resets", [2, 99])
+def test_a_stage_made_while_another_thread_put_the_plan_setting_back_is_made_again(
+        spark, monkeypatch, resets):
+    """Another thread of the session (a dbt model ending: put_back_session_conf) resets
+    spark.sql.legacy.storeAnalyzedPlanForView between this merge's `set` and its staged view, so
+    the view keeps its SQL text and would be analyzed again at each read. The setting is read
+    once the view exists: the view is made again (2 resets: merged, counts right), or the merge
+    is refused after 5 tries, the target as it was (99 resets)."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+    from pyspark.sql import SparkSession
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.pinned_{resets}"
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {table} ({COLUMNS}) using iceberg")
+    spark.sql(f"insert into {table} values (1, 'a', 1), (2, 'b', 1)")
+    source = spark.createDataFrame([(2, "B", 1), (3, "c", 1)], COLUMNS)
+    original, made = SparkSession.sql, []
+
+    def sql(self, query, *args, **kwargs):
+        result = original(self, query, *args, **kwargs)
+        if (isinstance(query, str) and query.startswith("create or replace temporary view")
+                and "_src" in query.split(" as ")[0]):
+            made.append(query)
+            if len(made) <= resets:
+                original(self, "reset spark.sql.legacy.storeAnalyzedPlanForView")
+        return result
+
+    monkeypatch.setattr(SparkSession, "sql", sql)
+    if resets > 5:
+        with pytest.raises(MergeError, match="set spark.sql.legacy.storeAnalyzedPlanForView back "
+                                             "each time the merge staged its SELECT"):
+            merge_dataframe(source, table, key_columns="id")
+        monkeypatch.undo()
+        assert _rows(spark, table) == [(1, "a", 1), (2, "b", 1)]
+        assert len(made) == 5
+    else:
+        result = merge_dataframe(source, table, key_columns="id")
+        monkeypatch.undo()
+        assert (result.inserted, result.updated, result.unchanged) == (1, 1, 0)
+        assert _rows(spark, table) == [(1, "a", 1), (2, "B", 1), (3, "c", 1)]
+        assert len(made) == 3  # 2 reset, the third kept
+    assert spark.conf.get("spark.sql.legacy.storeAnalyzedPlanForView").lower() == "false"
+    assert not [t for t in spark.catalog.listTables() if "__dbt_merge_" in t.name]
+
+
+@pytest.mark.spark
 def test_full_merge_overwrite_of_a_table_with_no_commit_refuses_another_writers_first(
         spark, monkeypatch):
     """A table created with no rows (no snapshot) is counted empty; another writer commits

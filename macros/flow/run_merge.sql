@@ -37,7 +37,7 @@
   {% if rebuild %}
     {#-- a build reads the SELECT in one CREATE TABLE AS, which takes any SELECT --#}
     {% do dbt_merge.create_work_relation(relations.stage, sql, materialize=not check_after_build) %}
-    {% set staged, staged_copy = {'copy': none, 'bytes': none}, none %}
+    {% set staged, staged_copy = {'copy': none, 'bytes': none, 'session': none}, none %}
   {% else %}
     {% set staged = dbt_merge.stage_select(relations.stage, sql, materialize=true) %}
     {% set staged_copy = staged['copy'] %}
@@ -65,7 +65,7 @@
     {% endif %}
     {% set schema = dbt_merge.plan_schema_changes(cfg.on_schema_change, target, brought, target_columns) %}
   {% endif %}
-  {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_columns, schema) %}
+  {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_columns, schema, staged['session']) %}
   {% if plan.history %}
     {#- one time for every version this run opens or closes by the clock -#}
     {% do plan.history.update({'run_time': dbt_merge.history_run_time()}) %}
@@ -73,12 +73,12 @@
   {% do dbt_merge.check_column_types(plan) %}
   {% if plan.stage != plan.raw_stage %}
     {#-- keys and values as the target will store and compare them; soft-delete columns added --#}
-    {% do dbt_merge.create_work_relation(plan.stage, dbt_merge.converted_source_sql(plan), materialize=false) %}
+    {% do dbt_merge.create_work_relation(plan.stage, dbt_merge.converted_source_sql(plan), materialize=false, pin='stage') %}
   {% endif %}
 
   {#-- check the SELECT: keys present, not NULL, unique (or deduplicable), storable --#}
   {% if plan.deduped %}
-    {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan)) %}
+    {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan), pin='stage') %}
   {% endif %}
   {% set skipped = dbt_merge.shrinking_run_mode() if not rebuild else none %}
   {#- the count of a merge may test the keys' uniqueness on its own join (count_tests_keys):
@@ -89,7 +89,7 @@
   {% if not check_after_build and dbt_merge.check_source_rows(plan, keys_later) > 0 %}
     {#-- some keys' first rows are identical repeats: keep one of each --#}
     {% do dbt_merge.drop_work_relation(plan.deduped) %}
-    {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan, one_per_key=true)) %}
+    {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan, one_per_key=true), pin='stage') %}
   {% endif %}
   {% if plan.history %}
     {#-- a history SELECT: updated_at never NULL --#}
@@ -143,7 +143,7 @@
     {#-- a history table: its checks, classes, counts and write (macros/*/..history..) --#}
     {% do plan.update({'snapshot': dbt_merge.counted_snapshot(plan.target)}) %}
     {% set target_state = dbt_merge.check_history_target(plan) %}
-    {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_history_sql(plan, target_state)) %}
+    {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_history_sql(plan, target_state), pin='stage') %}
     {% do work_relations.insert(0, [plan.changes, true]) %}
     {% set stats = dbt_merge.count_history(plan, target_state) %}
     {% do dbt_merge.check_history_counts(plan, stats, target_state) %}
@@ -162,7 +162,7 @@
       {#-- the table state counted, checked and written: the write refuses a table that changed since --#}
       {% do plan.update({'snapshot': dbt_merge.counted_snapshot(plan.target)}) %}
       {% set keep_changes = dbt_merge.materialize_changes(plan) %}
-      {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan), materialize=keep_changes) %}
+      {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan), materialize=keep_changes, pin='stage') %}
       {% do work_relations.insert(0, [plan.changes, keep_changes]) %}
       {% set stats = dbt_merge.count_changes(plan) %}
       {% do dbt_merge.check_merge_counts(plan, stats) %}

@@ -38,6 +38,7 @@
   {#-- the merge flow, shared with the Python front ends (macros/flow/run_merge.sql) --#}
   {%- set stats = dbt_merge.run_merge(cfg, target, existing, rebuild, sql,
                                       contract_enforced=(config.get('contract') or {}).enforced) -%}
+  {% do dbt_merge.put_back_session_conf() %}
   {% do dbt_merge.report_merge_stats(cfg.strategy, stats) %}
 
   {% do apply_grants(target, grant_config, should_revoke=should_revoke(existing, rebuild)) %}

@@ -4,8 +4,10 @@
 
     source_columns: dbt Columns of the staged SELECT
     schema:         plan_schema_changes() for an existing table, or none when it is (re)built
+    session:        what staging the SELECT read of the session (stage_select's `session`:
+                    {'iceberg_extensions': true/false}), or none: read when needed
 -#}
-{% macro build_merge_plan(cfg, relations, source_columns, schema) %}
+{% macro build_merge_plan(cfg, relations, source_columns, schema, session=none) %}
   {#- soft_delete_column (and its timestamp) the SELECT lacks: added to it as live (false, NULL) -#}
   {% set extras = dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list) %}
   {% set source_columns = source_columns + extras | map(attribute='column') | list %}
@@ -132,6 +134,7 @@
     {% do compared.append({'name': col.name, 'dtype': converted[0].target_type if converted else col.dtype}) %}
   {% endfor %}
   {{ return({
+    'session': session or {},
     'strategy': cfg.strategy,
     'actions': actions,
     'join_type': join_type,

@@ -3,16 +3,16 @@
   the write), so that every step sees the same rows and the SELECT runs once.
   materialize=false asks for a plain view (read once).
 -#}
-{% macro create_work_relation(relation, select_sql, materialize=true) %}
-  {{ return(adapter.dispatch('create_work_relation', 'dbt_merge')(relation, select_sql, materialize)) }}
+{% macro create_work_relation(relation, select_sql, materialize=true, pin='checked') %}
+  {{ return(adapter.dispatch('create_work_relation', 'dbt_merge')(relation, select_sql, materialize, pin)) }}
 {% endmacro %}
 
-{% macro default__create_work_relation(relation, select_sql, materialize) %}
+{% macro default__create_work_relation(relation, select_sql, materialize, pin) %}
   {{ dbt_merge.raise_merge_error("no working relation for adapter '" ~ adapter.type() ~ "'.") }}
 {% endmacro %}
 
 {# DuckDB: a temp table lives in the connection and is rolled back with the transaction. #}
-{% macro duckdb__create_work_relation(relation, select_sql, materialize) %}
+{% macro duckdb__create_work_relation(relation, select_sql, materialize, pin) %}
   {% do dbt_merge.run_statement('create or replace temporary ' ~ ('table ' if materialize else 'view ')
       ~ relation ~ ' as ' ~ select_sql) %}
 {% endmacro %}
@@ -26,15 +26,36 @@
    computed from the staged SELECT, cached by then, not from a table being written. Staging +
    checking 200k rows measured 0.8 s this way against 1.5 s with an eager `cache table` (2 cores,
    warm JVM). #}
-{% macro spark__create_work_relation(relation, select_sql, materialize) %}
-  {#- A temporary view keeps its SQL text by default and is analyzed again at each read, which
-      draws new seeds for rand(), uuid() and TABLESAMPLE: the checks, the counts and the MERGE
-      would each see other rows, and the lazy cache (looked up by plan) would never be hit.
-      Storing the analyzed plan pins the seeds, so every read sees the same rows. The setting is
-      the session's and is left set: another dbt thread sharing the session (method: session)
-      resetting it between this `set` and the view would unpin this view (keep_session_conf). -#}
-  {% do dbt_merge.keep_session_conf({'spark.sql.legacy.storeAnalyzedPlanForView': 'true'}) %}
-  {% do dbt_merge.run_statement('create or replace temporary view ' ~ relation ~ ' as ' ~ select_sql) %}
+{% macro spark__create_work_relation(relation, select_sql, materialize, pin) %}
+  {#- A temporary view keeps its SQL text by default and is analyzed again at each read: a table
+      the SELECT reads that changes meanwhile (another writer, a column added) gives a plan the
+      lazy cache (looked up by plan) does not hold, and the checks, the counts and the write
+      would each see other rows. Storing the analyzed plan pins it: every read sees the rows the
+      cache holds. The setting is the session's, which other dbt threads share (method: session,
+      a Thrift server's single session): one that puts it back (put_back_session_conf, at the
+      end of its model) between this `set` and the view would unpin this view. So it is read
+      again once the view exists, and the view made again while it is not set (a few times;
+      then the run is refused rather than merged from a plan that can change). `pin`: 'checked'
+      (so), or 'stage': the view reads only the staged SELECT (pinned, cached)
+      and the target (whose commits the write refuses since it was counted), the views run_merge
+      makes from the stage; a plan analyzed again reads the same, so the setting is left as the
+      stage's `set` left it (one statement fewer). -#}
+  {% set key = 'spark.sql.legacy.storeAnalyzedPlanForView' %}
+  {% set pinned = namespace(done=false) %}
+  {% for attempt in range(5) if not pinned.done %}
+    {% if pin != 'stage' %}
+      {% do dbt_merge.keep_session_conf({key: 'true'}) %}
+    {% endif %}
+    {% do dbt_merge.run_statement('create or replace temporary view ' ~ relation ~ ' as ' ~ select_sql) %}
+    {% set pinned.done = pin != 'checked' or dbt_merge.run_sql('set ' ~ key, 'dbt_merge_conf').rows[0][1] | string | lower == 'true' %}
+  {% endfor %}
+  {% if not pinned.done %}
+    {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}
+    {{ dbt_merge.raise_merge_error("something else in this Spark session set " ~ key ~ " back each time "
+        ~ "the merge staged its SELECT (5 times): the staged rows could change between the checks and "
+        ~ "the write. Stop whatever resets it while dbt runs (a hook, another client of a shared "
+        ~ "session), then run the model again. The target was not changed.") }}
+  {% endif %}
   {% if materialize %}
     {% do dbt_merge.cache_lazy(relation) %}
   {% endif %}
@@ -117,20 +138,30 @@
 
 {% macro default__stage_select(relation, select_sql, materialize) %}
   {% do dbt_merge.create_work_relation(relation, select_sql, materialize) %}
-  {{ return({'copy': none, 'bytes': none}) }}
+  {{ return({'copy': none, 'bytes': none, 'session': none}) }}
 {% endmacro %}
 
 {% macro spark__stage_select(relation, select_sql, materialize) %}
   {#- cached as the session compresses caches (one statement), then, when the estimate says the
       SELECT is large or cannot say, cached again without compression (cache_lazy): a small
-      SELECT costs no setting read, set and put back -#}
+      SELECT costs no setting read, set and put back. The probe also reads whether the session
+      runs Iceberg's SQL extensions (a static setting: `session`, read by _iceberg_extensions),
+      through Spark's variable substitution (${...} in the SQL text is the setting's value, '' when
+      unset): one statement fewer than a `set` read. A session that turned substitution off
+      (spark.sql.variable.substitute=false) prints the text unchanged: then it is read with `set`
+      when needed. (Not the analyzed-plan setting: substituting a boolean setting that is not
+      set fails the statement, "should be boolean, but was".) -#}
   {% do dbt_merge.create_work_relation(relation, select_sql, false) %}
   {% if materialize %}
     {% do dbt_merge.run_statement('cache lazy table ' ~ relation) %}
   {% endif %}
-  {% set probe = 'explain cost select 1 from range(1) join range(1) on exists (select 1 from '
-                 ~ relation ~ ')' %}
+  {% set probe = "explain cost select '${spark.sql.extensions}' as dbt_merge_extensions "
+                 ~ 'from range(1) join range(1) on exists (select 1 from ' ~ relation ~ ')' %}
   {% set plan_text = dbt_merge.run_sql(probe, 'dbt_merge_work_table').rows | map(attribute=0) | join('\n') %}
+  {% set session = none %}
+  {% if ' AS dbt_merge_extensions' in plan_text and '${spark.sql.extensions}' not in plan_text %}
+    {% set session = {'iceberg_extensions': 'IcebergSparkSessionExtensions' in plan_text.split(' AS dbt_merge_extensions')[0].split('\n')[-1]} %}
+  {% endif %}
   {% if 'INVALID_NON_DETERMINISTIC' not in plan_text %}
     {% set bytes = dbt_merge._cached_size_estimate(plan_text) %}
     {% if materialize and (bytes is none or bytes >= dbt_merge._uncompressed_cache_bytes()) %}
@@ -138,7 +169,7 @@
       {% do dbt_merge.run_statement('uncache table if exists ' ~ relation) %}
       {% do dbt_merge.cache_lazy(relation) %}
     {% endif %}
-    {{ return({'copy': none, 'bytes': bytes}) }}
+    {{ return({'copy': none, 'bytes': bytes, 'session': session}) }}
   {% endif %}
   {% set copy = this.incorporate(path={'identifier': this.identifier ~ '__dbt_merge_s_' ~ invocation_id | replace('-', '')},
                                  type='table') %}
@@ -150,7 +181,7 @@
       'dbt_merge_work_table') %}
   {% do dbt_merge.drop_work_relation(relation, materialize) %}
   {% do dbt_merge.create_work_relation(relation, 'select * from ' ~ copy, materialize) %}
-  {{ return({'copy': copy, 'bytes': none}) }}
+  {{ return({'copy': copy, 'bytes': none, 'session': none}) }}
 {% endmacro %}
 
 {#- Spark: the estimated size of a staged SELECT (bytes) from which its cache is kept without

@@ -9,9 +9,13 @@
   correctness depends on are therefore never put back, and never set to a value another merge
   must not run with: dynamic partition overwrite (overwrite_partitions: a static overwrite of a
   partitioned parquet table would empty every partition it does not write; replace_target never
-  asks for static mode) and analyzed plans for temporary views (create_work_relation). They stay
-  set in the session after the run, as dbt-spark's insert_overwrite strategy leaves dynamic
-  partition overwrite set.
+  asks for static mode). It stays set in the session after the run, as dbt-spark's
+  insert_overwrite strategy leaves dynamic partition overwrite set. Analyzed plans for temporary
+  views (create_work_relation) are the exception: left set, they would pin every temporary view
+  made later in the session to the tables and views it read then (a view over a dbt view model
+  would read that model's old definition after dbt replaced it). A dbt model puts that one back
+  when its merge ends or is refused (put_back_session_conf), and create_work_relation checks,
+  once its view exists, that no other thread put it back meanwhile.
 -#}
 {% macro keep_session_conf(settings) %}
   {% for key, value in settings.items() %}
@@ -21,4 +25,22 @@
       {% do dbt_merge.run_statement('set ' ~ key ~ '=' ~ value, 'dbt_merge_conf') %}
     {% endif %}
   {% endfor %}
+{% endmacro %}
+
+{#- A dbt model's merge, at its end or its refusal: put back the settings create_work_relation
+    needs only while it makes its views (spark.sql.legacy.storeAnalyzedPlanForView), to the value
+    the session started with (RESET: the session's own configuration, e.g. dbt-spark's
+    server_side_parameters). The Python doors do not call it: they put back every setting a call
+    set, once no other call of the session holds it (dbt_merge.spark.session.SessionSettings).
+    A merge that fails on an error of Spark's own (not one of the package's refusals) leaves it
+    set until the next merge model of the session ends. -#}
+{% macro put_back_session_conf() %}
+  {{ return(adapter.dispatch('put_back_session_conf', 'dbt_merge')()) }}
+{% endmacro %}
+
+{% macro default__put_back_session_conf() %}
+{% endmacro %}
+
+{% macro spark__put_back_session_conf() %}
+  {% do dbt_merge.run_statement('reset spark.sql.legacy.storeAnalyzedPlanForView', 'dbt_merge_conf') %}
 {% endmacro %}

@@ -27,4 +27,5 @@
     {% do pairs.append([relations[role], true]) %}
   {% endfor %}
   {% do dbt_merge.drop_work_relations(pairs) %}
+  {% do dbt_merge.put_back_session_conf() %}
 {% endmacro %}

@@ -76,7 +76,7 @@
   {% endif %}
   {{ return(kind is not none and plan.strategy in strategies and not plan.actions.dedupe and not plan.deduped
             and not plan.update_condition and not plan.delete_condition and not plan.soft_delete
-            and not plan.predicates and not altered and dbt_merge._branches_available()) }}
+            and not plan.predicates and not altered and dbt_merge._branches_available(plan)) }}
 {% endmacro %}
 
 {#- 'v3' (row lineage), 'mor' (merge-on-read, format 2) or none. -#}
@@ -90,12 +90,17 @@
 
 {#- Branches can be made and published: by the Python door (its own Iceberg calls,
     dbt_merge_branches) or in SQL, which needs Iceberg's SQL extensions in the session. -#}
-{% macro _branches_available() %}
-  {{ return(dbt_merge_branches is defined or dbt_merge._iceberg_extensions()) }}
+{% macro _branches_available(plan=none) %}
+  {{ return(dbt_merge_branches is defined or dbt_merge._iceberg_extensions(plan)) }}
 {% endmacro %}
 
-{#- Whether the session runs Iceberg's SQL extensions (a static setting of the session). -#}
-{% macro _iceberg_extensions() %}
+{#- Whether the session runs Iceberg's SQL extensions (a static setting of the session): as
+    staging the SELECT read it (plan.session, stage_select), else read now. -#}
+{% macro _iceberg_extensions(plan=none) %}
+  {% set known = (plan.session if plan else {}).get('iceberg_extensions') %}
+  {% if known is not none %}
+    {{ return(known) }}
+  {% endif %}
   {% set value = dbt_merge.run_sql('set spark.sql.extensions', 'dbt_merge_conf').rows[0][1] | string %}
   {{ return('IcebergSparkSessionExtensions' in value) }}
 {% endmacro %}

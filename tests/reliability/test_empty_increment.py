@@ -185,8 +185,13 @@ def test_merge_dataframe_of_an_empty_dataframe(spark, kind):
 #: table kind: today's counts (round 13 of docs/benchmarks-history.md says what each decides;
 #: the goal is 8 for merge-on-read and format 3, 12 for copy-on-write and parquet). A change
 #: that adds a statement to every run fails here: lower the number when a statement goes.
-STATEMENTS = {"mor": 21, "cow": 18, "v3": 24, "parquet": 27}
-EMPTY_STATEMENTS = {"mor": 13, "cow": 13, "v3": 14, "parquet": 13}
+#: One more in a run that writes, two in an empty one, since 2026-11-29: the merge reads
+#: storeAnalyzedPlanForView once its staged view exists, and puts it back (`reset`) at the
+#: model's end, so that temporary views made later in the session are not pinned to what they
+#: read then (put_back_session_conf); the extensions read rides on stage_select's probe, and the
+#: views made from the stage set nothing.
+STATEMENTS = {"mor": 22, "cow": 19, "v3": 25, "parquet": 28}
+EMPTY_STATEMENTS = {"mor": 15, "cow": 15, "v3": 16, "parquet": 15}
 
 
 @pytest.mark.spark
@@ -213,10 +218,20 @@ def test_statements_of_a_steady_state_run(db, tmp_path):
             name = event.data.node_info.node_name
             counted[name] = counted.get(name, 0) + 1
 
-    for day, empty in ((1, False), (2, False), (3, True)):
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    # day 4: a session with variable substitution off, where stage_select's probe cannot read
+    # the extensions (it prints ${spark.sql.extensions} as written): read with `set` instead
+    for day, empty in ((1, False), (2, False), (3, True), (4, False)):
         counted.clear()
-        run = run_dbt(["run"], root, "spark", PROFILES_DIR, callbacks=[collect],
-                      vars={"day": day, "empty": empty})
+        if day == 4:
+            session.conf.set("spark.sql.variable.substitute", "false")
+        try:
+            run = run_dbt(["run"], root, "spark", PROFILES_DIR, callbacks=[collect],
+                          vars={"day": day, "empty": empty})
+        finally:
+            session.conf.unset("spark.sql.variable.substitute")
         if day == 1:
             continue
         budget = EMPTY_STATEMENTS if empty else STATEMENTS
@@ -225,4 +240,5 @@ def test_statements_of_a_steady_state_run(db, tmp_path):
             want = ("0 inserted, 0 updated, 0 deleted, 0 unchanged, 12 total" if empty
                     else "0 inserted, 4 updated, 0 deleted, 0 unchanged, 12 total")
             assert want in message(run, model), (day, model, message(run, model))
-            assert counted[model] <= budget[kind], (day, model, counted[model])
+            extra = 1 if day == 4 and kind in ("mor", "v3") else 0
+            assert counted[model] <= budget[kind] + extra, (day, model, counted[model])
