@@ -7,6 +7,7 @@ tests/reliability/test_merge_table.py."""
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 
@@ -896,3 +897,26 @@ def test_a_partition_column_with_no_type(tmp_path, on_schema_change):
     assert stats == {"inserted": 0, "updated": 1, "deleted": 0, "unchanged": 0, "total": 2}
     assert sorted(read_dataset(dataset).to_pylist(), key=lambda r: r["id"]) == [
         {"id": 1, "x": 11, "p": None}, {"id": 2, "x": 20, "p": "b"}]
+
+
+def test_history_table_names_with_quoted_parts():
+    """merge_history_table as DuckDB reads names: a quoted part may hold a dot or a doubled
+    quote (before 2026-11-29 the name was split on every dot and kept its quotes: '"a.b"' failed
+    with "Schema with name "a does not exist", 'main."w""q"' made a table named "w""q" with its
+    quotes). A name that is not one is refused, the target as it was."""
+    con = duckdb.connect()
+    con.execute("create schema s")
+    con.execute("create table t (id int, v varchar)")
+    con.execute("insert into t values (1, 'a')")
+    for i, name in enumerate(['"a.b"', 's."x.y"', '"s"."h"', 'main."w""q"']):
+        merge_table(con, con.sql(f"select 1 as id, 'v{i}' as v"), "t", key_columns="id",
+                    merge_history_table=name)
+    tables = con.sql("select table_schema, table_name from information_schema.tables "
+                     "where table_name <> 't' order by 1, 2").fetchall()
+    assert tables == [("main", "a.b"), ("main", 'w"q'), ("s", "h"), ("s", "x.y")]
+    for bad in ["a..b", "main. h", '""', "a.b.c.d"]:
+        with pytest.raises(MergeError, match=f"merge_history_table '{re.escape(bad)}' is not a "
+                                             "table name"):
+            merge_table(con, con.sql("select 1 as id, 'z' as v"), "t", key_columns="id",
+                        merge_history_table=bad)
+    assert con.sql("select * from t").fetchall() == [(1, "v3")]

@@ -58,13 +58,68 @@
 {% endmacro %}
 
 {#- The history table's relation: 'table', 'schema.table' or 'database.schema.table', the rest
-    taken from the target. -#}
+    taken from the target. A part may be quoted as the engine quotes names (DuckDB "a.b", with ""
+    for a quote inside; Spark `a.b`, with ``), and a quoted part may hold dots. Refused, before
+    anything is written: a name that is not one of those forms, and a name the relation would
+    render as another name (a part holding the engine's quote character: dbt's relations do not
+    escape it). -#}
 {% macro _history_relation(name, target) %}
-  {% set parts = name.split('.') %}
-  {{ return(api.Relation.create(
+  {% set parts = dbt_merge._name_parts(name) %}
+  {% if parts is none or parts | length > 3 %}
+    {{ dbt_merge.raise_merge_error("merge_history_table '" ~ name ~ "' is not a table name: write 'table', "
+        ~ "'schema.table' or 'database.schema.table', each part quoted as " ~ adapter.type()
+        ~ " quotes names where it needs it (" ~ dbt_merge._name_quote() ~ "my.table" ~ dbt_merge._name_quote()
+        ~ "). The target was not changed.") }}
+  {% endif %}
+  {% if adapter.type() == 'spark' and '.' in parts | join('') %}
+    {{ dbt_merge.raise_merge_error("merge_history_table '" ~ name ~ "' names a table or schema with a dot in "
+        ~ "its name, which Spark's session catalog (a Hive metastore) cannot hold. Name the history table "
+        ~ "without a dot inside a part. The target was not changed.") }}
+  {% endif %}
+  {% set relation = api.Relation.create(
         database=parts[-3] if parts | length > 2 else target.database,
         schema=parts[-2] if parts | length > 1 else target.schema,
-        identifier=parts[-1], type='table')) }}
+        identifier=parts[-1], type='table') %}
+  {% set wanted = [relation.database, relation.schema, relation.identifier] %}
+  {% set rendered = dbt_merge._name_parts(relation | string) %}
+  {% if (rendered is none or rendered != wanted[3 - rendered | length:]) and relation.quote is defined %}
+    {#- dbt-spark does not quote names: quoted, a part with a dot is one part -#}
+    {% set relation = relation.quote(database=true, schema=true, identifier=true) %}
+    {% set rendered = dbt_merge._name_parts(relation | string) %}
+  {% endif %}
+  {% if rendered is none or rendered | length < 2 or rendered != wanted[3 - rendered | length:] %}
+    {{ dbt_merge.raise_merge_error("merge_history_table '" ~ name ~ "' cannot be named in SQL as a table of "
+        ~ adapter.type() ~ " (it would be written as " ~ relation ~ ", another name): a part holds the quote "
+        ~ "character " ~ dbt_merge._name_quote() ~ ". Name the history table without it. The target was not changed.") }}
+  {% endif %}
+  {{ return(relation) }}
+{% endmacro %}
+
+{#- The parts of a dotted name (quoted parts unquoted), or none when it is not one. -#}
+{% macro _name_parts(name) %}
+  {% set q = modules.re.escape(dbt_merge._name_quote()) %}
+  {% set part = q ~ '(?:[^' ~ q ~ ']|' ~ q ~ q ~ ')+' ~ q ~ '|[^.\\s' ~ q ~ ']+' %}
+  {% if not modules.re.fullmatch('(?:' ~ part ~ ')(?:[.](?:' ~ part ~ '))*', name | string) %}
+    {{ return(none) }}
+  {% endif %}
+  {% set parts = [] %}
+  {% for quoted, plain in modules.re.findall('(?:^|[.])(?:' ~ q ~ '((?:[^' ~ q ~ ']|' ~ q ~ q ~ ')+)' ~ q ~ '|([^.\\s' ~ q ~ ']+))', name | string) %}
+    {% do parts.append(quoted | replace(dbt_merge._name_quote() * 2, dbt_merge._name_quote()) if quoted else plain) %}
+  {% endfor %}
+  {{ return(parts) }}
+{% endmacro %}
+
+{#- The character the engine quotes names with. -#}
+{% macro _name_quote() %}
+  {{ return(adapter.dispatch('_name_quote', 'dbt_merge')()) }}
+{% endmacro %}
+
+{% macro default___name_quote() %}
+  {{ return('"') }}
+{% endmacro %}
+
+{% macro spark___name_quote() %}
+  {{ return('`') }}
 {% endmacro %}
 
 {#- (column, type) of the history table. -#}

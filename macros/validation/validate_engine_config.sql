@@ -32,6 +32,10 @@
 {# Spark: which table formats the merge writes, and how: see check_table_format. Then, before
    anything reads the target, a write that an interrupted run left unfinished is finished. #}
 {% macro spark__validate_engine_config(cfg) %}
+  {#- the history table's name, refused now if it is not one (no statement) -#}
+  {% if cfg.history_table %}
+    {% do dbt_merge._history_relation(cfg.history_table, this) %}
+  {% endif %}
   {% do dbt_merge.check_table_format(config.get('file_format') or 'parquet', cfg) %}
   {% do dbt_merge.finish_interrupted_write(load_cached_relation(this), dry_run=cfg.dry_run) %}
 {% endmacro %}

@@ -38,6 +38,32 @@ def test_update_condition_holds_back_older_rows_and_counts_them(db, tmp_path):
     assert len(history[0][8]) == 36  # dbt's invocation_id, a UUID
 
 
+@pytest.mark.parametrize("db", ENGINES[:2], indirect=True)
+def test_a_history_table_named_with_a_dot_inside_a_quoted_part(db, tmp_path):
+    """merge_history_table '<q>h.x<q>' (the engine's quotes). DuckDB: one table named h.x in the
+    model's schema. Spark's metastore holds no such name: refused before anything is written.
+    Before 2026-11-29 the name was split on every dot (DuckDB: "Schema with name "h does not
+    exist", after nothing was written; Spark: Iceberg's "Invalid Hive object" after the merge
+    had written)."""
+    s = f"cond_hist_name_{db.name}"
+    q = "`" if db.name.startswith("spark") else '"'
+    db.table(s, "hn_model", customers((1, "'a'", DAY1)))
+    cfg = {"schema": s, "unique_key": "id", "merge_history_table": f"{q}h.x{q}"}
+    root = project(db, tmp_path, "hist_name", {"hn_model": (cfg, customers((1, "'b'", DAY2)))})
+    if q == '"':
+        db.sql(f'drop table if exists {s}."h.x"')
+    run = dbt(db, root, "run")
+    if q == "`":
+        assert ("dbt_merge: model 'hn_model': merge_history_table '`h.x`' names a table or schema "
+                "with a dot in its name, which Spark's session catalog (a Hive metastore) cannot "
+                "hold.") in " ".join(run.error("hn_model").split())
+        assert [r[:2] for r in db.rows(s, "hn_model")] == [(1, "a")]
+        return
+    assert message(run, "hn_model") == (
+        "MERGE upsert: 0 inserted, 1 updated, 0 deleted, 0 unchanged, 1 total")
+    assert db.sql(f'select strategy, updated from {s}."h.x"') == [("upsert", 1)]
+
+
 @pytest.mark.parametrize("db", ENGINES, indirect=True)
 def test_delete_condition_deletes_matched_keys_and_never_inserts(db, tmp_path):
     s = f"cond_del_{db.name}"

@@ -133,6 +133,36 @@ def test_history_table_in_another_database_is_refused(duck, tmp_path):
     assert duck.rows(s, "m") == [(1, "a")]
 
 
+def test_history_table_names_with_quoted_parts(duck, tmp_path):
+    """merge_history_table names as DuckDB reads them: a quoted part may hold a dot (before
+    2026-11-29 the name was split on every dot: '"h.x"' failed with "Schema with name "h does not
+    exist", '"s"."h"' looked for a schema named with its quotes). A part holding a double quote
+    is refused before anything is written: dbt-duckdb's relations do not escape it."""
+    s = "duck_history_quoted"
+    duck.sql(f"drop schema if exists {s} cascade")
+    duck.sql(f"create schema {s}")
+    names = {"q1": '"h.x"', "q2": f'"{s}"."h y"', "q3": f'{s}."Q.z"'}
+    models = {}
+    for model, name in names.items():
+        duck.sql(f"create table {s}.{model} as select 1::bigint as id, 'a' as v")
+        models[model] = ({"schema": s, "unique_key": "id", "merge_history_table": name},
+                         "select 1::bigint as id, 'b' as v")
+    duck.sql(f"create table {s}.bad as select 1::bigint as id, 'a' as v")
+    models["bad"] = ({"schema": s, "unique_key": "id", "merge_history_table": '"h""q"'},
+                     "select 1::bigint as id, 'b' as v")
+    run = dbt(duck, project(duck, tmp_path, "history_quoted", models), "run")
+    for model in names:
+        assert message(run, model) == (
+            "MERGE upsert: 0 inserted, 1 updated, 0 deleted, 0 unchanged, 1 total"), model
+    for schema, table in ((s, "h.x"), (s, "h y"), (s, "Q.z")):
+        rows = duck.sql(f'select updated from {schema}."{table}"')
+        assert rows == [(1,)], (schema, table, rows)
+    text = " ".join(run.error("bad").split())
+    assert ("dbt_merge: model 'bad': merge_history_table '\"h\"\"q\"' cannot be named in SQL as a "
+            "table of duckdb") in text, text
+    assert duck.rows(s, "bad") == [(1, "a")]
+
+
 # ------------------------------------------------------------- class 9: targets with constraints
 
 # The target: `id` (a PRIMARY KEY, with `pk`), `name`, `amount`, with `generated` a column
