@@ -411,8 +411,10 @@ def test_a_stage_made_while_another_thread_put_the_plan_setting_back_is_made_aga
 
     monkeypatch.setattr(SparkSession, "sql", sql)
     if resets > 5:
-        with pytest.raises(MergeError, match="set spark.sql.legacy.storeAnalyzedPlanForView back "
-                                             "each time the merge staged its SELECT"):
+        # (a profile's server_side_parameters setting it false does this on every statement)
+        said = ("set spark.sql.legacy.storeAnalyzedPlanForView back each time the merge staged "
+                "its SELECT .*the profile's server_side_parameters")
+        with pytest.raises(MergeError, match=said):
             merge_dataframe(source, table, key_columns="id")
         monkeypatch.undo()
         assert _rows(spark, table) == [(1, "a", 1), (2, "b", 1)]
@@ -425,6 +427,41 @@ def test_a_stage_made_while_another_thread_put_the_plan_setting_back_is_made_aga
         assert len(made) == 3  # 2 reset, the third kept
     assert spark.conf.get("spark.sql.legacy.storeAnalyzedPlanForView").lower() == "false"
     assert not [t for t in spark.catalog.listTables() if "__dbt_merge_" in t.name]
+
+
+@pytest.mark.spark
+def test_the_plan_setting_a_dbt_model_had_on_when_the_call_began_is_not_left_on(
+        spark, monkeypatch):
+    """A dbt merge model of the same session is staging (storeAnalyzedPlanForView on) when the
+    call begins, and ends (its reset) while the call runs. The call put back the value it found,
+    the model's `true`, and left it on after both ended: temporary views made later kept stale
+    plans (red team of 2026-11-29). It now puts the setting back to the session's starting value,
+    as the model does."""
+    from dbt_merge.spark import merge_dataframe
+    from pyspark.sql import SparkSession
+
+    key = "spark.sql.legacy.storeAnalyzedPlanForView"
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.pinned_model"
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {table} ({COLUMNS}) using iceberg")
+    original, ended = SparkSession.sql, []
+
+    def sql(self, query, *args, **kwargs):
+        result = original(self, query, *args, **kwargs)
+        if (isinstance(query, str) and query.startswith("create or replace temporary view")
+                and not ended):
+            ended.append(original(self, f"reset {key}"))  # the model ends
+        return result
+
+    spark.sql(f"set {key}=true")  # the model stages
+    monkeypatch.setattr(SparkSession, "sql", sql)
+    try:
+        merge_dataframe(spark.createDataFrame([(1, "a", 1)], COLUMNS), table, key_columns="id")
+    finally:
+        monkeypatch.undo()
+    assert ended
+    assert spark.conf.get(key).lower() == "false"
 
 
 @pytest.mark.spark

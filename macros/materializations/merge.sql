@@ -16,6 +16,9 @@
     {{ return(dbt_merge.parquet_dataset_finish(job)) }}
   {%- endif %}
 
+  {#-- the model's table where dbt's cache of the schema may have missed it (Spark), first: every
+       check that follows, and the choice between a merge and a build, read that cache --#}
+  {%- do dbt_merge.confirm_relation_cache(this) -%}
   {#-- config: fails before anything is changed (a history table's --full-refresh is refused there) --#}
   {%- set cfg = dbt_merge.validate_merge_config() -%}
   {%- set existing = load_cached_relation(this) -%}

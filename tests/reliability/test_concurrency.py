@@ -275,3 +275,46 @@ def test_threads_sharing_a_spark_session(spark, tmp_path):
     assert "reset spark.sql.legacy.storeAnalyzedPlanForView" in log
     assert spark.conf.get("spark.sql.legacy.storeAnalyzedPlanForView").lower() == "false"
     assert "partitionOverwriteMode=static" not in log
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("strategy", ["upsert", "history"])
+def test_a_schema_listing_that_fails_does_not_rebuild_the_table(spark, tmp_path, monkeypatch,
+                                                                strategy):
+    """dbt-spark fills its cache with `show table extended in <schema> like '*'`, which lists the
+    session's temporary views too; one another thread drops meanwhile (merge_dataframe, another
+    dbt run, a Thrift client) fails it with TABLE_OR_VIEW_NOT_FOUND, which dbt-spark reads as an
+    empty schema. The merge model then built its table anew: 8 rows replaced by the run's 2,
+    success reported (red team of 2026-11-29); a history model lost its versions. Here the listing
+    fails with Spark's own error, every time: the model asks for its table by name and merges."""
+    from pyspark.sql import SparkSession
+
+    s = "rel_listing"
+    spark.sql(f"create database if not exists {s}")
+    spark.sql(f"drop table if exists {s}.m_{strategy}")
+    config = {"strategy": strategy, "unique_key": "id", "schema": s, "file_format": "iceberg"}
+    select = ("select cast(id as bigint) as id, concat('r{{ var(\"day\") }}_', cast(id as string))"
+              " as v from range({{ var('day') }}, {{ var('day') }} + 2)")
+    project = make_project(tmp_path / "proj", f"listing_{strategy}",
+                           {f"m_{strategy}": model_sql(config, select)})
+    first = run_dbt(["run"], project, "spark", PROFILES_DIR, vars={"day": 0})
+    assert first.success
+    original = SparkSession.sql
+
+    def sql(self, query, *args, **kwargs):
+        if isinstance(query, str) and "show table extended in" in query and "like '*'" in query:
+            original(self, f"select * from {s}.no_such_view_dropped_meanwhile")
+        return original(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(SparkSession, "sql", sql)
+    second = run_dbt(["run"], project, "spark", PROFILES_DIR, vars={"day": 1})
+    monkeypatch.undo()
+    assert second.success
+    rows = spark.sql(f"select id, v from {s}.m_{strategy}").collect()
+    if strategy == "upsert":
+        assert second.stats(f"m_{strategy}")["inserted"] == 1
+        assert sorted(tuple(r) for r in rows) == [(0, "r0_0"), (1, "r1_1"), (2, "r1_2")]
+    else:
+        # id 1 has two versions (r0_1 closed, r1_1 current), id 0 one: 4 rows in all
+        assert sorted(tuple(r) for r in rows) == [
+            (0, "r0_0"), (1, "r0_1"), (1, "r1_1"), (2, "r1_2")]

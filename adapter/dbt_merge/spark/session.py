@@ -89,6 +89,13 @@ class Column(render.Column):
         return "`" + self.name.replace("`", "``") + "`"
 
 
+#: Settings a call puts back to the session's starting value (SQL `RESET`), as a dbt model does
+#: (put_back_session_conf), not to the value it found: a dbt merge model of the same session sets
+#: it while it stages its SELECT, and the value found may be that model's, which would then be
+#: left on after both ended (red team of 2026-11-29).
+_RESET_TO_START = ("spark.sql.legacy.storeAnalyzedPlanForView",)
+
+
 class SessionSettings:
     """Session settings held by running calls, per session: key -> [the user's value, holders]."""
 
@@ -114,7 +121,9 @@ class SessionSettings:
             if entry[1] > 0:
                 return
             del cls._held[(id(spark), key)]
-            if entry[0] is None:
+            if key in _RESET_TO_START:
+                spark.sql(f"reset {key}")
+            elif entry[0] is None:
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, entry[0])
