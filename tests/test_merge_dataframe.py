@@ -457,3 +457,43 @@ def test_full_merge_overwrite_of_a_table_with_no_commit_refuses_another_writers_
     monkeypatch.undo()
     assert fired
     assert _rows(spark, table) == [(1, "z", 9), (7, "q", 9)]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("cache", ["cache table", "DataFrame.cache()"])
+def test_a_target_the_session_caches_is_refused(spark, cache):
+    """The user caches the target, then another application commits to it (here through a
+    second Iceberg catalog over the same metastore, which neither the session's cache nor its
+    catalog cache sees). The merge is refused, the table and the user's cache as they were
+    (before: counted from the cached rows, the other application's rows counted in no total, and
+    a full_merge reported 2 deletes of 4; REFRESH TABLE, which every run makes, does not reload
+    an Iceberg table's cached rows). Red team r45c A."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+
+    spark.conf.set("spark.sql.catalog.dbt_merge_other", "org.apache.iceberg.spark.SparkCatalog")
+    spark.conf.set("spark.sql.catalog.dbt_merge_other.type", "hive")
+    spark.conf.set("spark.sql.catalog.dbt_merge_other.cache-enabled", "false")
+    table = _table(spark, "cached_" + ("sql" if cache == "cache table" else "df"), TARGET)
+    if cache == "cache table":
+        spark.sql(f"cache table {table}")
+    else:
+        spark.table(table).cache().count()
+    try:
+        spark.sql(f"insert into dbt_merge_other.{table} values (10, 'x', 1), (11, 'y', 1)")
+        snapshots = _snapshots(spark, f"dbt_merge_other.{table}")
+        with pytest.raises(MergeError, match=f"the target .*{table.split('.')[1]}.* is cached in "
+                                             "this Spark session .* uncache table"):
+            merge_dataframe(spark.createDataFrame(SOURCE, COLUMNS), table, key_columns="id",
+                            strategy="full_merge", max_delete_fraction=1)
+        assert spark.catalog.isCached(table)
+        assert _snapshots(spark, f"dbt_merge_other.{table}") == snapshots
+    finally:
+        spark.sql(f"uncache table if exists {table}")
+    spark.sql(f"refresh table {table}")
+    assert _rows(spark, table) == TARGET + [(10, "x", 1), (11, "y", 1)]
+    # uncached, as the message says: merged and counted from the table as committed
+    result = merge_dataframe(spark.createDataFrame(SOURCE, COLUMNS), table, key_columns="id",
+                             strategy="full_merge", max_delete_fraction=1)
+    assert (result.inserted, result.updated, result.deleted, result.unchanged) == (1, 1, 3, 1)
+    assert _rows(spark, table) == SOURCE
+

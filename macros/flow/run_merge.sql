@@ -39,7 +39,7 @@
     {% do dbt_merge.create_work_relation(relations.stage, sql, materialize=not check_after_build) %}
     {% set staged, staged_copy = {'copy': none, 'bytes': none, 'session': none}, none %}
   {% else %}
-    {% set staged = dbt_merge.stage_select(relations.stage, sql, materialize=true) %}
+    {% set staged = dbt_merge.stage_select(relations.stage, sql, materialize=true, target=existing) %}
     {% set staged_copy = staged['copy'] %}
   {% endif %}
   {% set source_columns = dbt_merge.relation_columns(relations.stage) %}
