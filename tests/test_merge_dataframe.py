@@ -497,3 +497,42 @@ def test_a_target_the_session_caches_is_refused(spark, cache):
     assert (result.inserted, result.updated, result.deleted, result.unchanged) == (1, 1, 3, 1)
     assert _rows(spark, table) == SOURCE
 
+
+@pytest.mark.spark
+@pytest.mark.parametrize("strategy", ["upsert", "full_merge"])
+def test_merge_into_a_table_with_no_commit_refuses_another_writers_first(
+        spark, monkeypatch, strategy):
+    """A table created with no rows (no snapshot) is counted empty; another writer makes its first
+    commit just before the MERGE INTO. The MERGE now refuses unless the table still has no commit
+    (before: no guard at all on a table counted with no snapshot: the other writer's rows were
+    kept uncounted, in no total, and a full_merge left its row 7 undeleted, success reported).
+    Red team r45c B."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+    from pyspark.sql import SparkSession
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.merge_no_commit_{strategy}"
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {table} ({COLUMNS}) using iceberg")
+    source = spark.createDataFrame([(1, "a", 1), (2, "b", 1)], COLUMNS)
+    original, fired = SparkSession.sql, []
+
+    def sql(self, query, *args, **kwargs):
+        if (isinstance(query, str) and query.lstrip().lower().startswith("merge into")
+                and f"merge_no_commit_{strategy}" in query and not fired):
+            fired.append(query)
+            original(self, f"insert into {table} values (7, 'q', 9)")
+        return original(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(SparkSession, "sql", sql)
+    with pytest.raises(MergeError, match="another writer committed to .* no commit yet"):
+        merge_dataframe(source, table, key_columns="id", strategy=strategy,
+                        max_delete_fraction=1, full_merge_write="merge")
+    monkeypatch.undo()
+    assert fired
+    assert _rows(spark, table) == [(7, "q", 9)]
+    # the table as it is now: counted with the other writer's row, and merged
+    result = merge_dataframe(source, table, key_columns="id", strategy=strategy,
+                             max_delete_fraction=1, full_merge_write="merge")
+    deleted = 1 if strategy == "full_merge" else 0
+    assert (result.inserted, result.deleted, result.total) == (2, deleted, 3 - deleted)
