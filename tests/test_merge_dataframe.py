@@ -536,3 +536,33 @@ def test_merge_into_a_table_with_no_commit_refuses_another_writers_first(
                              max_delete_fraction=1, full_merge_write="merge")
     deleted = 1 if strategy == "full_merge" else 0
     assert (result.inserted, result.deleted, result.total) == (2, deleted, 3 - deleted)
+
+
+@pytest.mark.spark
+def test_a_cached_parquet_target_is_merged_from_its_files(spark):
+    """A parquet table the session caches, and a file another application wrote into its folder
+    (pyarrow: no Spark, no cache invalidated): merged and counted from the table's files now, as
+    the REFRESH TABLE every run makes caches it again from them; only a cached Iceberg target is
+    refused (its cached rows are not reloaded)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from dbt_merge.spark import merge_dataframe
+
+    table = f"{SCHEMA}.cached_parquet"
+    spark.sql(f"create database if not exists {SCHEMA}")
+    spark.sql(f"drop table if exists {table}")
+    spark.createDataFrame(TARGET, COLUMNS).write.format("parquet").saveAsTable(table)
+    spark.sql(f"cache table {table}")
+    try:
+        location = spark.sql(f"describe table extended {table}").where(
+            "col_name = 'Location'").collect()[0][1]
+        pq.write_table(pa.table({"id": pa.array([10], pa.int32()), "name": ["x"],
+                                 "updated_at": pa.array([1], pa.int32())}),
+                       location.removeprefix("file:") + "/part-other-application.parquet")
+        result = merge_dataframe(spark.createDataFrame(SOURCE, COLUMNS), table, key_columns="id",
+                                 strategy="full_merge", max_delete_fraction=1)
+        assert (result.inserted, result.updated, result.deleted, result.unchanged,
+                result.total) == (1, 1, 2, 1, 3)
+    finally:
+        spark.sql(f"uncache table if exists {table}")
+    assert _rows(spark, table) == SOURCE

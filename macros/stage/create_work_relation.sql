@@ -131,11 +131,12 @@
   Otherwise the same EXPLAIN (COST) prints the optimizer's estimate of the staged SELECT (its
   InMemoryRelation's statistics, no Spark job; _cached_size_estimate): count_tests_keys decides
   with it, before the source check, whether the count will test the keys.
-  `target` (the table merged into, none on a build): the same EXPLAIN also reads it, and a target
-  the session caches (CACHE TABLE, a DataFrame's cache()) is refused (_refuse_cached_target):
-  the counts would read the cached rows, not the table another application may have committed
-  to since (Spark 3.5 does not reload an Iceberg table's cached rows on REFRESH TABLE with the
-  catalog's cache on: it re-runs the cached plan on the table object it loaded then).
+  `target` (the table merged into, none on a build): the same EXPLAIN also reads it, and an
+  Iceberg target the session caches (CACHE TABLE, a DataFrame's cache()) is refused
+  (_refuse_cached_target): the counts would read the cached rows, not the table another
+  application may have committed to since (Spark 3.5 does not reload an Iceberg table's cached
+  rows on REFRESH TABLE with the catalog's cache on: it re-runs the cached plan on the table
+  object it loaded then).
 -#}
 {% macro stage_select(relation, select_sql, materialize, target=none) %}
   {{ return(adapter.dispatch('stage_select', 'dbt_merge')(relation, select_sql, materialize, target)) }}
@@ -171,7 +172,7 @@
     {% set session = {'iceberg_extensions': 'IcebergSparkSessionExtensions' in plan_text.split(' AS dbt_merge_extensions')[0].split('\n')[-1]} %}
   {% endif %}
   {% if 'INVALID_NON_DETERMINISTIC' not in plan_text %}
-    {% if target is not none and dbt_merge._cached_relations(plan_text) > (1 if materialize else 0) %}
+    {% if target is not none and dbt_merge._cached_v2_scans(plan_text, 1 if materialize else 0) %}
       {% do dbt_merge._refuse_cached_target(target) %}
     {% endif %}
     {% set bytes = dbt_merge._cached_size_estimate(plan_text) %}
@@ -186,7 +187,7 @@
     {#- the probe failed analysis (a non-deterministic SELECT): the target asked alone -#}
     {% set target_plan = dbt_merge.run_sql('explain cost select 1 from ' ~ target, 'dbt_merge_work_table').rows
                          | map(attribute=0) | join('\n') %}
-    {% if dbt_merge._cached_relations(target_plan) > 0 %}
+    {% if dbt_merge._cached_v2_scans(target_plan, 0) %}
       {% do dbt_merge._refuse_cached_target(target) %}
     {% endif %}
   {% endif %}
@@ -238,14 +239,27 @@
   {{ return(none) }}
 {% endmacro %}
 
-{#- How many cached relations (InMemoryRelation) Spark's EXPLAIN COST text reads: the optimized
-    plan's nodes, printed with their statistics (the physical plan's are not). -#}
-{% macro _cached_relations(plan_text) %}
-  {% set found = [] %}
-  {% for line in plan_text.split('\n') if 'InMemoryRelation [' in line and 'Statistics(' in line %}
-    {% do found.append(line) %}
+{#- Whether Spark's EXPLAIN COST text reads, after its first `skip` cached relations, a cached
+    relation (InMemoryRelation: one of the optimized plan's nodes, printed with its statistics;
+    the physical plan's are not) whose cached plan scans a DataSource V2 table (BatchScan: an
+    Iceberg table). A cached parquet, orc or Hive table (FileScan, HiveTableScan) is not one:
+    REFRESH TABLE, which every run makes (reload_table), caches it again from its files now. The
+    cached plan is printed below the node, up to the next node with statistics. -#}
+{% macro _cached_v2_scans(plan_text, skip) %}
+  {% set seen = {'relations': 0, 'inside': false, 'v2': false} %}
+  {% for line in plan_text.split('\n') %}
+    {% if line.startswith('==') %}
+      {#- a section's header: the optimized plan ends (the physical plan prints no statistics) -#}
+      {% do seen.update({'inside': false}) %}
+    {% elif 'Statistics(' in line %}
+      {% set cached = 'InMemoryRelation [' in line %}
+      {% if cached %}{% do seen.update({'relations': seen.relations + 1}) %}{% endif %}
+      {% do seen.update({'inside': cached and seen.relations > skip}) %}
+    {% elif seen.inside and 'BatchScan ' in line %}
+      {% do seen.update({'v2': true}) %}
+    {% endif %}
   {% endfor %}
-  {{ return(found | length) }}
+  {{ return(seen.v2) }}
 {% endmacro %}
 
 {#- A merge target the session caches: the counts would read the cached rows. Refused before

@@ -719,15 +719,19 @@ def test_dbt_refuses_a_target_the_session_caches(db, tmp_path):
     spark.conf.set("spark.sql.catalog.dbt_merge_other", "org.apache.iceberg.spark.SparkCatalog")
     spark.conf.set("spark.sql.catalog.dbt_merge_other.type", "hive")
     spark.conf.set("spark.sql.catalog.dbt_merge_other.cache-enabled", "false")
-    models = {"d_cached_mor": MOR, "d_cached_cow": {"write.merge.mode": "copy-on-write"}}
+    models = {"d_cached_mor": MOR, "d_cached_cow": {"write.merge.mode": "copy-on-write"},
+              "d_cached_rand": MOR}
     for name, props in models.items():
         make(spark, name, [(1, "a"), (2, "b")], props)
         spark.sql(f"cache table {DB}.{name}")
         spark.sql(f"insert into dbt_merge_other.{DB}.{name} values (10, 'x'), (11, 'y')")
     two = "select cast(1 as bigint) as id, 'A' as name union all select 3, 'c'"
+    # d_cached_rand: a non-deterministic SELECT, whose rows are written once to a work table
+    # (the stage probe fails analysis; the target is asked by an EXPLAIN of its own)
+    rand = "select cast(1 as bigint) as id, case when rand() >= 0 then 'A' end as name"
     root = project(db, tmp_path, "branch_trust_cached", {
         m: ({"schema": DB, "unique_key": "id", "strategy": "full_merge",
-             "max_delete_fraction": 1}, two) for m in models})
+             "max_delete_fraction": 1}, rand if m == "d_cached_rand" else two) for m in models})
     try:
         run = run_dbt(["run", "--threads", "1"], root, "spark", PROFILES_DIR)
         for name in models:
