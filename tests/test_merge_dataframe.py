@@ -494,3 +494,112 @@ def test_full_merge_overwrite_of_a_table_with_no_commit_refuses_another_writers_
     monkeypatch.undo()
     assert fired
     assert _rows(spark, table) == [(1, "z", 9), (7, "q", 9)]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("cache", ["cache table", "DataFrame.cache()"])
+def test_a_target_the_session_caches_is_refused(spark, cache):
+    """The user caches the target, then another application commits to it (here through a
+    second Iceberg catalog over the same metastore, which neither the session's cache nor its
+    catalog cache sees). The merge is refused, the table and the user's cache as they were
+    (before: counted from the cached rows, the other application's rows counted in no total, and
+    a full_merge reported 2 deletes of 4; REFRESH TABLE, which every run makes, does not reload
+    an Iceberg table's cached rows). Red team r45c A."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+
+    spark.conf.set("spark.sql.catalog.dbt_merge_other", "org.apache.iceberg.spark.SparkCatalog")
+    spark.conf.set("spark.sql.catalog.dbt_merge_other.type", "hive")
+    spark.conf.set("spark.sql.catalog.dbt_merge_other.cache-enabled", "false")
+    table = _table(spark, "cached_" + ("sql" if cache == "cache table" else "df"), TARGET)
+    if cache == "cache table":
+        spark.sql(f"cache table {table}")
+    else:
+        spark.table(table).cache().count()
+    try:
+        spark.sql(f"insert into dbt_merge_other.{table} values (10, 'x', 1), (11, 'y', 1)")
+        snapshots = _snapshots(spark, f"dbt_merge_other.{table}")
+        with pytest.raises(MergeError, match=f"the target .*{table.split('.')[1]}.* is cached in "
+                                             "this Spark session .* uncache table"):
+            merge_dataframe(spark.createDataFrame(SOURCE, COLUMNS), table, key_columns="id",
+                            strategy="full_merge", max_delete_fraction=1)
+        assert spark.catalog.isCached(table)
+        assert _snapshots(spark, f"dbt_merge_other.{table}") == snapshots
+    finally:
+        spark.sql(f"uncache table if exists {table}")
+    spark.sql(f"refresh table {table}")
+    assert _rows(spark, table) == TARGET + [(10, "x", 1), (11, "y", 1)]
+    # uncached, as the message says: merged and counted from the table as committed
+    result = merge_dataframe(spark.createDataFrame(SOURCE, COLUMNS), table, key_columns="id",
+                             strategy="full_merge", max_delete_fraction=1)
+    assert (result.inserted, result.updated, result.deleted, result.unchanged) == (1, 1, 3, 1)
+    assert _rows(spark, table) == SOURCE
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("strategy", ["upsert", "full_merge"])
+def test_merge_into_a_table_with_no_commit_refuses_another_writers_first(
+        spark, monkeypatch, strategy):
+    """A table created with no rows (no snapshot) is counted empty; another writer makes its first
+    commit just before the MERGE INTO. The MERGE now refuses unless the table still has no commit
+    (before: no guard at all on a table counted with no snapshot: the other writer's rows were
+    kept uncounted, in no total, and a full_merge left its row 7 undeleted, success reported).
+    Red team r45c B."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+    from pyspark.sql import SparkSession
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.merge_no_commit_{strategy}"
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {table} ({COLUMNS}) using iceberg")
+    source = spark.createDataFrame([(1, "a", 1), (2, "b", 1)], COLUMNS)
+    original, fired = SparkSession.sql, []
+
+    def sql(self, query, *args, **kwargs):
+        if (isinstance(query, str) and query.lstrip().lower().startswith("merge into")
+                and f"merge_no_commit_{strategy}" in query and not fired):
+            fired.append(query)
+            original(self, f"insert into {table} values (7, 'q', 9)")
+        return original(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(SparkSession, "sql", sql)
+    with pytest.raises(MergeError, match="another writer committed to .* no commit yet"):
+        merge_dataframe(source, table, key_columns="id", strategy=strategy,
+                        max_delete_fraction=1, full_merge_write="merge")
+    monkeypatch.undo()
+    assert fired
+    assert _rows(spark, table) == [(7, "q", 9)]
+    # the table as it is now: counted with the other writer's row, and merged
+    result = merge_dataframe(source, table, key_columns="id", strategy=strategy,
+                             max_delete_fraction=1, full_merge_write="merge")
+    deleted = 1 if strategy == "full_merge" else 0
+    assert (result.inserted, result.deleted, result.total) == (2, deleted, 3 - deleted)
+
+
+@pytest.mark.spark
+def test_a_cached_parquet_target_is_merged_from_its_files(spark):
+    """A parquet table the session caches, and a file another application wrote into its folder
+    (pyarrow: no Spark, no cache invalidated): merged and counted from the table's files now, as
+    the REFRESH TABLE every run makes caches it again from them; only a cached Iceberg target is
+    refused (its cached rows are not reloaded)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from dbt_merge.spark import merge_dataframe
+
+    table = f"{SCHEMA}.cached_parquet"
+    spark.sql(f"create database if not exists {SCHEMA}")
+    spark.sql(f"drop table if exists {table}")
+    spark.createDataFrame(TARGET, COLUMNS).write.format("parquet").saveAsTable(table)
+    spark.sql(f"cache table {table}")
+    try:
+        location = spark.sql(f"describe table extended {table}").where(
+            "col_name = 'Location'").collect()[0][1]
+        pq.write_table(pa.table({"id": pa.array([10], pa.int32()), "name": ["x"],
+                                 "updated_at": pa.array([1], pa.int32())}),
+                       location.removeprefix("file:") + "/part-other-application.parquet")
+        result = merge_dataframe(spark.createDataFrame(SOURCE, COLUMNS), table, key_columns="id",
+                                 strategy="full_merge", max_delete_fraction=1)
+        assert (result.inserted, result.updated, result.deleted, result.unchanged,
+                result.total) == (1, 1, 2, 1, 3)
+    finally:
+        spark.sql(f"uncache table if exists {table}")
+    assert _rows(spark, table) == SOURCE

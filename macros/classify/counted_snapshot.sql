@@ -3,27 +3,40 @@
   counts: on Spark the id (text) of an Iceberg table's current snapshot, as this session sees it.
   The write refuses to commit unless the table is still that snapshot when it reads it
   (snapshot_guard_sql), so the statistics, the checks and the write are of one snapshot.
-  none when there is nothing to pin: an engine whose transaction already holds one view
-  (DuckDB), a table without snapshots (parquet, Hive), an Iceberg table before its first commit.
+  Returns {snapshot, no_commit_yet}, which run_merge puts in the plan: snapshot is none when there
+  is no snapshot to pin: an engine whose transaction already holds one view (DuckDB), a table
+  without snapshots (parquet, Hive), an Iceberg table before its first commit; no_commit_yet is
+  true for the last, whose write is then guarded on the table still having no commit (another
+  writer's first commit after the counts would otherwise be unseen).
 -#}
 {% macro counted_snapshot(relation) %}
   {{ return(adapter.dispatch('counted_snapshot', 'dbt_merge')(relation)) }}
 {% endmacro %}
 
 {% macro default__counted_snapshot(relation) %}
-  {{ return(none) }}
+  {{ return({'snapshot': none, 'no_commit_yet': false}) }}
 {% endmacro %}
 
-{#- Spark: one metadata statement (no Spark job); a parquet or Hive table has no such property. -#}
+{#- Spark: one metadata statement (no Spark job); a parquet or Hive table has no such property,
+    an Iceberg table before its first commit has it as `none`. -#}
 {% macro spark__counted_snapshot(relation) %}
-  {{ return(dbt_merge._current_snapshot(relation)) }}
+  {% set value = dbt_merge._snapshot_property(relation) %}
+  {{ return({'snapshot': dbt_merge._snapshot_id(value), 'no_commit_yet': value in ['None', 'none']}) }}
 {% endmacro %}
 
 {#- The id (text) of an Iceberg table's current snapshot as this session sees it, or none before
     its first commit or for a table without snapshots. -#}
 {% macro _current_snapshot(relation) %}
-  {#- text: the result's type inference may read the id as a number -#}
-  {% set value = dbt_merge.run_sql('show tblproperties ' ~ relation ~ " ('current-snapshot-id')",
-                                   'dbt_merge_describe').rows[0][1] | string %}
+  {{ return(dbt_merge._snapshot_id(dbt_merge._snapshot_property(relation))) }}
+{% endmacro %}
+
+{#- The table's current-snapshot-id property as SHOW TBLPROPERTIES gives it (text: the result's
+    type inference may read the id as a number). -#}
+{% macro _snapshot_property(relation) %}
+  {{ return(dbt_merge.run_sql('show tblproperties ' ~ relation ~ " ('current-snapshot-id')",
+                              'dbt_merge_describe').rows[0][1] | string) }}
+{% endmacro %}
+
+{% macro _snapshot_id(value) %}
   {{ return(none if value in ['None', 'none'] or 'does not have property' in value else value) }}
 {% endmacro %}

@@ -39,7 +39,7 @@
     {% do dbt_merge.create_work_relation(relations.stage, sql, materialize=not check_after_build) %}
     {% set staged, staged_copy = {'copy': none, 'bytes': none, 'session': none}, none %}
   {% else %}
-    {% set staged = dbt_merge.stage_select(relations.stage, sql, materialize=true) %}
+    {% set staged = dbt_merge.stage_select(relations.stage, sql, materialize=true, target=existing) %}
     {% set staged_copy = staged['copy'] %}
   {% endif %}
   {% set source_columns = dbt_merge.relation_columns(relations.stage) %}
@@ -141,7 +141,7 @@
     {% set stats = {'skipped': skipped} %}
   {% elif plan.history %}
     {#-- a history table: its checks, classes, counts and write (macros/*/..history..) --#}
-    {% do plan.update({'snapshot': dbt_merge.counted_snapshot(plan.target)}) %}
+    {% do plan.update(dbt_merge.counted_snapshot(plan.target)) %}
     {% set target_state = dbt_merge.check_history_target(plan) %}
     {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_history_sql(plan, target_state), pin='stage') %}
     {% do work_relations.insert(0, [plan.changes, true]) %}
@@ -160,7 +160,7 @@
     {% set stats = dbt_merge.merge_on_branch(plan) if dbt_merge.commit_counts_applies(plan, cfg) else none %}
     {% if stats is none %}
       {#-- the table state counted, checked and written: the write refuses a table that changed since --#}
-      {% do plan.update({'snapshot': dbt_merge.counted_snapshot(plan.target)}) %}
+      {% do plan.update(dbt_merge.counted_snapshot(plan.target)) %}
       {% set keep_changes = dbt_merge.materialize_changes(plan) %}
       {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan), materialize=keep_changes, pin='stage') %}
       {% do work_relations.insert(0, [plan.changes, keep_changes]) %}

@@ -132,17 +132,23 @@
   Otherwise the same EXPLAIN (COST) prints the optimizer's estimate of the staged SELECT (its
   InMemoryRelation's statistics, no Spark job; _cached_size_estimate): count_tests_keys decides
   with it, before the source check, whether the count will test the keys.
+  `target` (the table merged into, none on a build): the same EXPLAIN also reads it, and an
+  Iceberg target the session caches (CACHE TABLE, a DataFrame's cache()) is refused
+  (_refuse_cached_target): the counts would read the cached rows, not the table another
+  application may have committed to since (Spark 3.5 does not reload an Iceberg table's cached
+  rows on REFRESH TABLE with the catalog's cache on: it re-runs the cached plan on the table
+  object it loaded then).
 -#}
-{% macro stage_select(relation, select_sql, materialize) %}
-  {{ return(adapter.dispatch('stage_select', 'dbt_merge')(relation, select_sql, materialize)) }}
+{% macro stage_select(relation, select_sql, materialize, target=none) %}
+  {{ return(adapter.dispatch('stage_select', 'dbt_merge')(relation, select_sql, materialize, target)) }}
 {% endmacro %}
 
-{% macro default__stage_select(relation, select_sql, materialize) %}
+{% macro default__stage_select(relation, select_sql, materialize, target=none) %}
   {% do dbt_merge.create_work_relation(relation, select_sql, materialize) %}
   {{ return({'copy': none, 'bytes': none, 'session': none}) }}
 {% endmacro %}
 
-{% macro spark__stage_select(relation, select_sql, materialize) %}
+{% macro spark__stage_select(relation, select_sql, materialize, target=none) %}
   {#- cached as the session compresses caches (one statement), then, when the estimate says the
       SELECT is large or cannot say, cached again without compression (cache_lazy): a small
       SELECT costs no setting read, set and put back. The probe also reads whether the session
@@ -156,14 +162,20 @@
   {% if materialize %}
     {% do dbt_merge.run_statement('cache lazy table ' ~ relation) %}
   {% endif %}
+  {#- the target's subquery after the stage's: its InMemoryRelation, when cached, is printed after
+      the stage's (the estimate reads the first) -#}
   {% set probe = "explain cost select '${spark.sql.extensions}' as dbt_merge_extensions "
-                 ~ 'from range(1) join range(1) on exists (select 1 from ' ~ relation ~ ')' %}
+                 ~ 'from range(1) join range(1) on exists (select 1 from ' ~ relation ~ ')'
+                 ~ (' and exists (select 1 from ' ~ target ~ ')' if target is not none else '') %}
   {% set plan_text = dbt_merge.run_sql(probe, 'dbt_merge_work_table').rows | map(attribute=0) | join('\n') %}
   {% set session = none %}
   {% if ' AS dbt_merge_extensions' in plan_text and '${spark.sql.extensions}' not in plan_text %}
     {% set session = {'iceberg_extensions': 'IcebergSparkSessionExtensions' in plan_text.split(' AS dbt_merge_extensions')[0].split('\n')[-1]} %}
   {% endif %}
   {% if 'INVALID_NON_DETERMINISTIC' not in plan_text %}
+    {% if target is not none and dbt_merge._cached_v2_scans(plan_text, 1 if materialize else 0) %}
+      {% do dbt_merge._refuse_cached_target(target) %}
+    {% endif %}
     {% set bytes = dbt_merge._cached_size_estimate(plan_text) %}
     {% if materialize and (bytes is none or bytes >= dbt_merge._uncompressed_cache_bytes()) %}
       {#- the cache is lazy: nothing was filled yet, uncaching it costs no job -#}
@@ -171,6 +183,14 @@
       {% do dbt_merge.cache_lazy(relation) %}
     {% endif %}
     {{ return({'copy': none, 'bytes': bytes, 'session': session}) }}
+  {% endif %}
+  {% if target is not none %}
+    {#- the probe failed analysis (a non-deterministic SELECT): the target asked alone -#}
+    {% set target_plan = dbt_merge.run_sql('explain cost select 1 from ' ~ target, 'dbt_merge_work_table').rows
+                         | map(attribute=0) | join('\n') %}
+    {% if dbt_merge._cached_v2_scans(target_plan, 0) %}
+      {% do dbt_merge._refuse_cached_target(target) %}
+    {% endif %}
   {% endif %}
   {% set copy = this.incorporate(path={'identifier': this.identifier ~ '__dbt_merge_s_' ~ invocation_id | replace('-', '')},
                                  type='table') %}
@@ -218,4 +238,38 @@
     {{ return(none) }}
   {% endfor %}
   {{ return(none) }}
+{% endmacro %}
+
+{#- Whether Spark's EXPLAIN COST text reads, after its first `skip` cached relations, a cached
+    relation (InMemoryRelation: one of the optimized plan's nodes, printed with its statistics;
+    the physical plan's are not) whose cached plan scans a DataSource V2 table (BatchScan: an
+    Iceberg table). A cached parquet, orc or Hive table (FileScan, HiveTableScan) is not one:
+    REFRESH TABLE, which every run makes (reload_table), caches it again from its files now. The
+    cached plan is printed below the node, up to the next node with statistics. -#}
+{% macro _cached_v2_scans(plan_text, skip) %}
+  {% set seen = {'relations': 0, 'inside': false, 'v2': false} %}
+  {% for line in plan_text.split('\n') %}
+    {% if line.startswith('==') %}
+      {#- a section's header: the optimized plan ends (the physical plan prints no statistics) -#}
+      {% do seen.update({'inside': false}) %}
+    {% elif 'Statistics(' in line %}
+      {% set cached = 'InMemoryRelation [' in line %}
+      {% if cached %}{% do seen.update({'relations': seen.relations + 1}) %}{% endif %}
+      {% do seen.update({'inside': cached and seen.relations > skip}) %}
+    {% elif seen.inside and 'BatchScan ' in line %}
+      {% do seen.update({'v2': true}) %}
+    {% endif %}
+  {% endfor %}
+  {{ return(seen.v2) }}
+{% endmacro %}
+
+{#- A merge target the session caches: the counts would read the cached rows. Refused before
+    anything is written; the user's cache is theirs (not uncached here). -#}
+{% macro _refuse_cached_target(target) %}
+  {{ dbt_merge.raise_merge_error("the target " ~ target ~ " is cached in this Spark session (CACHE TABLE, or"
+      ~ " a DataFrame's cache() of the table), so the merge would count its changes from the cached rows:"
+      ~ " a commit another application made to the table since it was cached would be miscounted or"
+      ~ " lost. REFRESH TABLE does not reload the cached rows of an Iceberg table (Spark 3.5, with the"
+      ~ " catalog's cache on). Run uncache table " ~ target ~ " in this session before the merge (cache"
+      ~ " it again after it, if you need to), and run the merge again. The target was not changed.") }}
 {% endmacro %}

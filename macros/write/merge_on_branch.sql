@@ -172,7 +172,7 @@
   {% set rows = record.rows if claimed else read.rows %}
   {% set on_branch = {} %}
   {% do on_branch.update(plan) %}
-  {% do on_branch.update({'target': plan.target ~ '.branch_' ~ branch, 'snapshot': none}) %}
+  {% do on_branch.update({'target': plan.target ~ '.branch_' ~ branch, 'snapshot': none, 'no_commit_yet': false}) %}
   {% do dbt_merge.run_statement(dbt_merge._merge_on_branch_sql(on_branch, rows), 'dbt_merge_merge') %}
 
   {#- what the MERGE wrote, from the table reloaded (never a cached table another thread may have

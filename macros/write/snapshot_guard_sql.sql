@@ -1,7 +1,8 @@
 {#-
   A boolean SQL condition that is true while `plan.target` is still the snapshot the merge counted
-  (plan.snapshot, counted_snapshot) and otherwise fails the statement it stands in with the
-  package's message, or none when there is no snapshot to guard.
+  (plan.snapshot, counted_snapshot), or still has no commit when it was counted with none
+  (plan.no_commit_yet), and otherwise fails the statement it stands in with the package's
+  message; none when there is nothing to guard (a table without snapshots).
   The write (MERGE INTO, INSERT OVERWRITE) filters its source rows with it. Spark runs the scalar
   subquery when the statement executes, after it has chosen the snapshot its target scan reads, and
   reads the table's `main` reference through the same catalog: a commit that lands after the
@@ -18,8 +19,10 @@
   {{ return(none) }}
 {% endmacro %}
 
+{#- Spark: an Iceberg table counted with no commit yet (plan.no_commit_yet) is guarded on it still
+    having none; nothing to guard on a table without snapshots, or a branch the run made. -#}
 {% macro spark__snapshot_guard_sql(plan) %}
-  {% if plan.get('snapshot') is none %}
+  {% if plan.get('snapshot') is none and not plan.get('no_commit_yet') %}
     {{ return(none) }}
   {% endif %}
   {{ return(dbt_merge._snapshot_is_sql(plan.target, plan.snapshot, dbt_merge._concurrent_commit_message(plan))) }}
