@@ -536,6 +536,41 @@ def test_a_target_the_session_caches_is_refused(spark, cache):
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("setting", [("spark.sql.redaction.string.regex", "InMemoryRelation"),
+                                     ("spark.sql.redaction.string.regex", "BatchScan"),
+                                     ("spark.sql.maxPlanStringLength", "600")])
+def test_a_cached_target_is_not_hidden_by_the_plan_printing_settings(spark, setting):
+    """The cached-target check reads the stage probe's EXPLAIN: a redaction regex matching a plan
+    node's name, or a plan printed cut short, hid the cached target, and a full_merge deleted the
+    other application's rows uncounted, success reported (red team of 2026-11-29). A redacted
+    node's name refuses the merge, naming the setting; a plan cut short is printed again at full
+    length, and the cached target refused as without the setting."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+
+    key, value = setting
+    spark.conf.set("spark.sql.catalog.dbt_merge_other", "org.apache.iceberg.spark.SparkCatalog")
+    spark.conf.set("spark.sql.catalog.dbt_merge_other.type", "hive")
+    spark.conf.set("spark.sql.catalog.dbt_merge_other.cache-enabled", "false")
+    table = _table(spark, "cached_hidden_" + value.lower(), TARGET)
+    spark.sql(f"cache table {table}")
+    said = ("cannot check whether the target .* is cached .*spark.sql.redaction.string.regex"
+            if key.endswith("regex") else f"the target .*{table.split('.')[1]}.* is cached in ")
+    try:
+        spark.sql(f"insert into dbt_merge_other.{table} values (10, 'x', 1), (11, 'y', 1)")
+        snapshots = _snapshots(spark, f"dbt_merge_other.{table}")
+        spark.conf.set(key, value)
+        try:
+            with pytest.raises(MergeError, match=said):
+                merge_dataframe(spark.createDataFrame(SOURCE, COLUMNS), table, key_columns="id",
+                                strategy="full_merge", max_delete_fraction=1)
+        finally:
+            spark.conf.unset(key)
+        assert _snapshots(spark, f"dbt_merge_other.{table}") == snapshots
+    finally:
+        spark.sql(f"uncache table if exists {table}")
+
+
+@pytest.mark.spark
 @pytest.mark.parametrize("strategy", ["upsert", "full_merge"])
 def test_merge_into_a_table_with_no_commit_refuses_another_writers_first(
         spark, monkeypatch, strategy):

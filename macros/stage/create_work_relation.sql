@@ -168,13 +168,23 @@
                  ~ 'from range(1) join range(1) on exists (select 1 from ' ~ relation ~ ')'
                  ~ (' and exists (select 1 from ' ~ target ~ ')' if target is not none else '') %}
   {% set plan_text = dbt_merge.run_sql(probe, 'dbt_merge_work_table').rows | map(attribute=0) | join('\n') %}
+  {% if target is not none and modules.re.search('[.][.][.] \\d+ more characters\\s*$', plan_text) %}
+    {#- printed cut short (spark.sql.maxPlanStringLength): a cached target could be in the part
+        cut; printed once more with the setting raised for that statement, then put back -#}
+    {% set setting = 'spark.sql.maxPlanStringLength' %}
+    {% set value = dbt_merge.run_sql('set ' ~ setting, 'dbt_merge_work_table').rows[0][1] | string %}
+    {% do dbt_merge.keep_session_conf({setting: 2147483632}) %}
+    {% set plan_text = dbt_merge.run_sql(probe, 'dbt_merge_work_table').rows | map(attribute=0) | join('\n') %}
+    {% do dbt_merge.keep_session_conf({setting: value}) %}
+  {% endif %}
   {% set session = none %}
   {% if ' AS dbt_merge_extensions' in plan_text and '${spark.sql.extensions}' not in plan_text %}
     {% set session = {'iceberg_extensions': 'IcebergSparkSessionExtensions' in plan_text.split(' AS dbt_merge_extensions')[0].split('\n')[-1]} %}
   {% endif %}
   {% if 'INVALID_NON_DETERMINISTIC' not in plan_text %}
-    {% if target is not none and dbt_merge._cached_v2_scans(plan_text, 1 if materialize else 0) %}
-      {% do dbt_merge._refuse_cached_target(target) %}
+    {% set cached_target = dbt_merge._cached_v2_scans(plan_text, 1 if materialize else 0) if target is not none else false %}
+    {% if cached_target %}
+      {% do dbt_merge._refuse_cached_target(target, cached_target) %}
     {% endif %}
     {% set bytes = dbt_merge._cached_size_estimate(plan_text) %}
     {% if materialize and (bytes is none or bytes >= dbt_merge._uncompressed_cache_bytes()) %}
@@ -188,8 +198,9 @@
     {#- the probe failed analysis (a non-deterministic SELECT): the target asked alone -#}
     {% set target_plan = dbt_merge.run_sql('explain cost select 1 from ' ~ target, 'dbt_merge_work_table').rows
                          | map(attribute=0) | join('\n') %}
-    {% if dbt_merge._cached_v2_scans(target_plan, 0) %}
-      {% do dbt_merge._refuse_cached_target(target) %}
+    {% set cached_target = dbt_merge._cached_v2_scans(target_plan, 0) %}
+    {% if cached_target %}
+      {% do dbt_merge._refuse_cached_target(target, cached_target) %}
     {% endif %}
   {% endif %}
   {% set copy = this.incorporate(path={'identifier': this.identifier ~ '__dbt_merge_s_' ~ invocation_id | replace('-', '')},
@@ -257,15 +268,27 @@
       {% if cached %}{% do seen.update({'relations': seen.relations + 1}) %}{% endif %}
       {% do seen.update({'inside': cached and seen.relations > skip}) %}
     {% elif seen.inside and 'BatchScan ' in line %}
-      {% do seen.update({'v2': true}) %}
+      {% do seen.update({'v2': seen.v2 or true}) %}
+    {% endif %}
+    {#- a node's name Spark redacted (spark.sql.redaction.string.regex) could be a cached relation
+        or its scan: unreadable, never read as no cache -#}
+    {% if modules.re.sub('^[\\s:+|-]*', '', line).startswith('*********(redacted)') %}
+      {% do seen.update({'v2': 'unreadable'}) %}
     {% endif %}
   {% endfor %}
-  {{ return(seen.v2) }}
+  {{ return(seen.v2 if seen.v2 == 'unreadable' or modules.re.search('[.][.][.] \\d+ more characters\\s*$', plan_text) is none else 'unreadable') }}
 {% endmacro %}
 
 {#- A merge target the session caches: the counts would read the cached rows. Refused before
     anything is written; the user's cache is theirs (not uncached here). -#}
-{% macro _refuse_cached_target(target) %}
+{% macro _refuse_cached_target(target, state=true) %}
+  {% if state == 'unreadable' %}
+    {{ dbt_merge.raise_merge_error("cannot check whether the target " ~ target ~ " is cached in this Spark"
+        ~ " session (a cached Iceberg target would be counted from its cached rows): Spark redacts the names"
+        ~ " of the plan's nodes (spark.sql.redaction.string.regex matches one), or prints the plan cut short."
+        ~ " Set spark.sql.redaction.string.regex so that it matches no plan node's name (InMemoryRelation,"
+        ~ " BatchScan, RelationV2), then run the merge again. The target was not changed.") }}
+  {% endif %}
   {{ dbt_merge.raise_merge_error("the target " ~ target ~ " is cached in this Spark session (CACHE TABLE, or"
       ~ " a DataFrame's cache() of the table), so the merge would count its changes from the cached rows:"
       ~ " a commit another application made to the table since it was cached would be miscounted or"
