@@ -914,9 +914,20 @@ def test_history_table_names_with_quoted_parts():
     tables = con.sql("select table_schema, table_name from information_schema.tables "
                      "where table_name <> 't' order by 1, 2").fetchall()
     assert tables == [("main", "a.b"), ("main", 'w"q'), ("s", "h"), ("s", "x.y")]
-    for bad in ["a..b", "main. h", '""', "a.b.c.d"]:
+    # not names DuckDB reads as written (red team: '`hist`' made a table named with its
+    # backticks, 'h-1' one named h-1), and the model's own table (a first build left the target
+    # an empty history table)
+    for bad in ["a..b", "main. h", '""', "a.b.c.d", "`hist`", "'hist'", "h-1", "1h", "h;drop"]:
         with pytest.raises(MergeError, match=f"merge_history_table '{re.escape(bad)}' is not a "
                                              "table name"):
             merge_table(con, con.sql("select 1 as id, 'z' as v"), "t", key_columns="id",
                         merge_history_table=bad)
+    for own in ["t", '"T"', "memory.main.t"]:
+        with pytest.raises(MergeError, match="names the model's own table"):
+            merge_table(con, con.sql("select 1 as id, 'z' as v"), "t", key_columns="id",
+                        merge_history_table=own)
+    with pytest.raises(MergeError, match="names the model's own table"):
+        merge_table(con, con.sql("select 1 as id, 'z' as v"), "newt", key_columns="id",
+                    merge_history_table="newt")
+    assert "newt" not in {r[0] for r in con.sql("show tables").fetchall()}
     assert con.sql("select * from t").fetchall() == [(1, "v3")]

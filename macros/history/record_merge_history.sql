@@ -64,17 +64,18 @@
     render as another name (a part holding the engine's quote character: dbt's relations do not
     escape it). -#}
 {% macro _history_relation(name, target) %}
-  {% set parts = dbt_merge._name_parts(name) %}
+  {% set parts = dbt_merge._name_parts(name, plain='[^\\W\\d]\\w*') %}
   {% if parts is none or parts | length > 3 %}
     {{ dbt_merge.raise_merge_error("merge_history_table '" ~ name ~ "' is not a table name: write 'table', "
         ~ "'schema.table' or 'database.schema.table', each part quoted as " ~ adapter.type()
         ~ " quotes names where it needs it (" ~ dbt_merge._name_quote() ~ "my.table" ~ dbt_merge._name_quote()
         ~ "). The target was not changed.") }}
   {% endif %}
-  {% if adapter.type() == 'spark' and '.' in parts | join('') %}
-    {{ dbt_merge.raise_merge_error("merge_history_table '" ~ name ~ "' names a table or schema with a dot in "
-        ~ "its name, which Spark's session catalog (a Hive metastore) cannot hold. Name the history table "
-        ~ "without a dot inside a part. The target was not changed.") }}
+  {% if adapter.type() == 'spark' and not modules.re.fullmatch('[A-Za-z0-9_]+', parts | join('_')) %}
+    {{ dbt_merge.raise_merge_error("merge_history_table '" ~ name ~ "' names a table or schema Spark's session "
+        ~ "catalog (a Hive metastore) cannot hold: a part with a character other than letters, digits and _ "
+        ~ "(a dot, a space, a quote, a letter outside ASCII). Name the history table with letters, digits "
+        ~ "and _ only. The target was not changed.") }}
   {% endif %}
   {% set relation = api.Relation.create(
         database=parts[-3] if parts | length > 2 else target.database,
@@ -92,19 +93,31 @@
         ~ adapter.type() ~ " (it would be written as " ~ relation ~ ", another name): a part holds the quote "
         ~ "character " ~ dbt_merge._name_quote() ~ ". Name the history table without it. The target was not changed.") }}
   {% endif %}
+  {#- the model's own table: its rows would be history rows (a first build would make the history
+      table first, and the model could never build) -#}
+  {% set own = [target.database, target.schema, target.identifier] | map('string') | map('lower') | list %}
+  {% set named = wanted | map('string') | map('lower') | list %}
+  {% if named[1:] == own[1:] and (named[0] == own[0] or target.database is none or relation.database is none) %}
+    {{ dbt_merge.raise_merge_error("merge_history_table '" ~ name ~ "' names the model's own table " ~ target
+        ~ ": the history rows go to a table of their own. Name another table. The target was not changed.") }}
+  {% endif %}
   {{ return(relation) }}
 {% endmacro %}
 
-{#- The parts of a dotted name (quoted parts unquoted), or none when it is not one. -#}
-{% macro _name_parts(name) %}
+{#- The parts of a dotted name (quoted parts unquoted), or none when it is not one. `plain`: the
+    pattern of a part written without quotes (default: any characters but dots, spaces and the
+    quote; a name the user writes: the engine's unquoted identifier, a letter or _ then letters,
+    digits and _, so that `hist`, 'hist' or h-1 are not taken for a table so named). -#}
+{% macro _name_parts(name, plain=none) %}
   {% set q = modules.re.escape(dbt_merge._name_quote()) %}
-  {% set part = q ~ '(?:[^' ~ q ~ ']|' ~ q ~ q ~ ')+' ~ q ~ '|[^.\\s' ~ q ~ ']+' %}
+  {% set plain = plain or '[^.\\s' ~ q ~ ']+' %}
+  {% set part = q ~ '(?:[^' ~ q ~ ']|' ~ q ~ q ~ ')+' ~ q ~ '|' ~ plain %}
   {% if not modules.re.fullmatch('(?:' ~ part ~ ')(?:[.](?:' ~ part ~ '))*', name | string) %}
     {{ return(none) }}
   {% endif %}
   {% set parts = [] %}
-  {% for quoted, plain in modules.re.findall('(?:^|[.])(?:' ~ q ~ '((?:[^' ~ q ~ ']|' ~ q ~ q ~ ')+)' ~ q ~ '|([^.\\s' ~ q ~ ']+))', name | string) %}
-    {% do parts.append(quoted | replace(dbt_merge._name_quote() * 2, dbt_merge._name_quote()) if quoted else plain) %}
+  {% for quoted, bare in modules.re.findall('(?:^|[.])(?:' ~ q ~ '((?:[^' ~ q ~ ']|' ~ q ~ q ~ ')+)' ~ q ~ '|(' ~ plain ~ '))', name | string) %}
+    {% do parts.append(quoted | replace(dbt_merge._name_quote() * 2, dbt_merge._name_quote()) if quoted else bare) %}
   {% endfor %}
   {{ return(parts) }}
 {% endmacro %}
