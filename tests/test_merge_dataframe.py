@@ -181,15 +181,19 @@ def test_two_threads_on_different_targets(spark):
 
 @pytest.mark.spark
 def test_pyspark_job_example(spark, capsys):
-    """examples/pyspark_job.py runs (here in the test's session) and merges twice."""
+    """examples/pyspark_job.py runs (here in the test's session) and merges twice; run again, as
+    a user runs a job again, it starts over (it drops its table first: the newcomer walk of
+    2026-11-29 saw every run after the first fail raw)."""
     job = runpy.run_path(str(ROOT / "examples" / "pyspark_job.py"))
-    first, second = job["main"](f"{SCHEMA}.example_customers")
-    assert first.as_dict() | {"snapshot_id": 0} == {
-        "inserted": 2, "updated": 0, "deleted": 0, "unchanged": 0, "total": 2, "snapshot_id": 0}
-    assert (second.inserted, second.updated, second.unchanged, second.total) == (1, 1, 1, 3)
-    assert second.snapshot_id is not None and second.snapshot_id != first.snapshot_id
-    out = capsys.readouterr().out
-    assert f"{SCHEMA}.example_customers: 1 inserted, 1 updated, 0 deleted, 1 unchanged" in out
+    for _ in range(2):
+        first, second = job["main"](f"{SCHEMA}.example_customers")
+        assert first.as_dict() | {"snapshot_id": 0} == {
+            "inserted": 2, "updated": 0, "deleted": 0, "unchanged": 0, "total": 2,
+            "snapshot_id": 0}
+        assert (second.inserted, second.updated, second.unchanged, second.total) == (1, 1, 1, 3)
+        assert second.snapshot_id is not None and second.snapshot_id != first.snapshot_id
+        out = capsys.readouterr().out
+        assert f"{SCHEMA}.example_customers: 1 inserted, 1 updated, 0 deleted, 1 unchanged" in out
 
 
 STALE = ("an Iceberg view replaced or altered (create or replace view, alter view) since it was "
@@ -427,6 +431,27 @@ def test_a_stage_made_while_another_thread_put_the_plan_setting_back_is_made_aga
         assert len(made) == 3  # 2 reset, the third kept
     assert spark.conf.get("spark.sql.legacy.storeAnalyzedPlanForView").lower() == "false"
     assert not [t for t in spark.catalog.listTables() if "__dbt_merge_" in t.name]
+
+
+@pytest.mark.spark
+def test_a_target_dropped_in_the_session_is_created_anew(spark):
+    """An Iceberg table dropped in the session is still found by spark.catalog.getTable (and
+    tableExists) while SQL no longer sees it: the call took it for the target and failed raw
+    (TABLE_OR_VIEW_NOT_FOUND from DESCRIBE). examples/pyspark_job.py drops its table first and so
+    failed on every run after the first (newcomer walk of 2026-11-29). The target is created as a
+    new table."""
+    from dbt_merge.spark import merge_dataframe
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.dropped_again"
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {table} ({COLUMNS}) using iceberg")
+    spark.sql(f"insert into {table} values (9, 'old', 1)")
+    spark.sql(f"drop table {table}")
+    result = merge_dataframe(spark.createDataFrame([(1, "a", 1)], COLUMNS), table,
+                             key_columns="id", file_format="iceberg")
+    assert (result.inserted, result.total) == (1, 1)
+    assert _rows(spark, table) == [(1, "a", 1)]
 
 
 @pytest.mark.spark

@@ -43,6 +43,15 @@ def literal(value: Any) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+def listed(spark, database: str, identifier: str) -> bool:
+    """Whether SQL's SHOW TABLES lists the table or view `database`.`identifier` (not a temporary
+    view). The pattern asks every character but letters, digits and _ as `*` (SHOW TABLES reads
+    it as a regular expression), and the name is then matched exactly, case aside."""
+    pattern = re.sub(r"[^A-Za-z0-9_]", "*", identifier)
+    rows = spark.sql(f"show tables in {quote(database)} like '{pattern}'").collect()
+    return any(str(r[1]).lower() == identifier.lower() and not r[2] for r in rows)
+
+
 @dataclass(frozen=True)
 class Relation:
     """A table or view as the macros see a dbt-spark relation."""
@@ -201,7 +210,9 @@ class SparkRunner:
         """load_cached_relation: the relation as it exists (table or view), or None."""
         from pyspark.errors import AnalysisException
 
-        if not self.spark.catalog.tableExists(relation.render()):
+        if not self.spark.catalog.tableExists(relation.render()) or (
+                relation.schema and not listed(self.spark, relation.schema, relation.identifier)):
+            # (an Iceberg table dropped in this session: the Catalog API still finds it)
             return None
         try:
             kind = self.spark.catalog.getTable(relation.render()).tableType

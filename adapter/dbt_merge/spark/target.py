@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from dbt_merge.errors import MergeError
-from dbt_merge.spark.session import Relation, quote
+from dbt_merge.spark.session import Relation, listed, quote
 
 #: the session catalog, the only one the merge writes (its tables are dbt-spark's relations)
 SESSION_CATALOG = "spark_catalog"
@@ -111,6 +111,11 @@ def resolve_target(spark, name: str) -> Target:
     if found is not None and str(found.tableType).upper() == "VIEW":
         refuse("it is a view, not a table: a merge writes rows into a table. Name a table, or "
                "drop the view first if a table should replace it.")
+    if found is not None and not listed(spark, found.namespace[-1] if found.namespace
+                                        else database, found.name):
+        # an Iceberg table dropped in this session is still found by the Catalog API, while SQL
+        # (SHOW TABLES, DESCRIBE, the merge) no longer sees it: it is gone
+        found = None
     if found is not None:
         relation = Relation(found.namespace[-1] if found.namespace else database, found.name)
         return Target(relation, relation, display_name([relation.schema, relation.identifier]))
@@ -129,3 +134,4 @@ def resolve_target(spark, name: str) -> Target:
 def _conf_items(spark) -> list[tuple[str, str]]:
     """Every setting of the session that is set (the SparkContext's and the session's)."""
     return [(r[0], r[1]) for r in spark.sql("set").collect()]
+
