@@ -98,10 +98,11 @@ class Column(render.Column):
         return "`" + self.name.replace("`", "``") + "`"
 
 
-#: Settings a call puts back to the session's starting value (SQL `RESET`), as a dbt model does
-#: (put_back_session_conf), not to the value it found: a dbt merge model of the same session sets
-#: it while it stages its SELECT, and the value found may be that model's, which would then be
-#: left on after both ended (red team of 2026-11-29).
+#: Settings a call found `true` and puts back to the session's starting value (SQL `RESET`), as
+#: a dbt model does (put_back_session_conf), not to that `true`: a dbt merge model of the same
+#: session sets it while it stages its SELECT, and the value found may be that model's, which
+#: would then be left on after both ended (red team of 2026-11-29). Any other value found (unset,
+#: `false`) is put back as it was.
 _RESET_TO_START = ("spark.sql.legacy.storeAnalyzedPlanForView",)
 
 
@@ -130,7 +131,7 @@ class SessionSettings:
             if entry[1] > 0:
                 return
             del cls._held[(id(spark), key)]
-            if key in _RESET_TO_START:
+            if key in _RESET_TO_START and str(entry[0]).lower() == "true":
                 spark.sql(f"reset {key}")
             elif entry[0] is None:
                 spark.conf.unset(key)
