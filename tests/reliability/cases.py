@@ -128,10 +128,12 @@ INTERNAL_NAMES = [
 #: Names of macros/ that never name a column or alias in the SQL, so the cases need not use
 #: them: a statement's name, a variable of the Python door's context, a suffix of a table name;
 #: and aliases in queries of Iceberg's metadata tables only (refs, snapshots, files), where the
-#: model's columns appear only as fields of readable_metrics, never beside them.
+#: model's columns appear only as fields of readable_metrics, never beside them; and the one
+#: column of stage_select's probe (a literal beside no column of the model's).
 NOT_COLUMN_NAMES = {"dbt_merge_branch", "dbt_merge_branches", "dbt_merge_new_", "dbt_merge_view",
                     "dbt_merge_views", "dbt_merge_files", "dbt_merge_sizes", "dbt_merge_ids",
-                    "snapshot_id", "dbt_merge_parquet_check"}
+                    "snapshot_id", "dbt_merge_parquet_check", "dbt_merge_find_relation",
+                    "dbt_merge_extensions"}
 RESERVED_NAMES = [
     "select", "from", "where", "order", "group", "by", "key", "value", "table", "end", "case",
     "when", "null", "limit", "using", "on", "merge", "matched", "set", "values", "join", "as",

@@ -45,8 +45,15 @@ def literal(value: Any) -> str:
 
 def listed(spark, database: str, identifier: str) -> bool:
     """Whether SQL's SHOW TABLES lists the table or view `database`.`identifier` (not a temporary
-    view). The pattern asks every character but letters, digits and _ as `*` (SHOW TABLES reads
-    it as a regular expression), and the name is then matched exactly, case aside."""
+    view): an Iceberg table dropped in this session is still found by the Catalog API (getTable,
+    tableExists) while SQL no longer sees it. The pattern asks every character but letters,
+    digits and _ as `*` (SHOW TABLES reads it as a regular expression), and the name is then
+    matched exactly, case aside. A session catalog of Iceberg's that is not over the Hive
+    metastore (`type` hadoop, rest, ...) lists its tables nowhere SHOW TABLES reads: there the
+    Catalog API's answer stands (True)."""
+    kind = spark.conf.get("spark.sql.catalog.spark_catalog.type", None)
+    if kind not in (None, "hive"):
+        return True
     pattern = re.sub(r"[^A-Za-z0-9_]", "*", identifier)
     rows = spark.sql(f"show tables in {quote(database)} like '{pattern}'").collect()
     return any(str(r[1]).lower() == identifier.lower() and not r[2] for r in rows)
