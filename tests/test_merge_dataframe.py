@@ -456,6 +456,29 @@ def test_a_target_dropped_in_the_session_is_created_anew(spark):
 
 
 @pytest.mark.spark
+def test_a_session_catalog_of_another_kind_keeps_its_target(spark, tmp_path):
+    """An Iceberg session catalog not over the Hive metastore (catalog-impl HadoopCatalog, no
+    `type`): SHOW TABLES lists none of its tables, so the check for a table dropped in the
+    session must not run there (red team of 2026-11-29: the target taken for absent, the call
+    reported 3 inserted of 3 and wrote elsewhere, success)."""
+    from dbt_merge.spark import merge_dataframe
+
+    other = spark.newSession()
+    other.conf.set("spark.sql.catalog.spark_catalog",
+                   "org.apache.iceberg.spark.SparkSessionCatalog")
+    other.conf.unset("spark.sql.catalog.spark_catalog.type")
+    other.conf.set("spark.sql.catalog.spark_catalog.catalog-impl",
+                   "org.apache.iceberg.hadoop.HadoopCatalog")
+    other.conf.set("spark.sql.catalog.spark_catalog.warehouse", str(tmp_path / "hadoop"))
+    other.sql("create database if not exists impl_db")
+    other.sql(f"create table impl_db.t ({COLUMNS}) using iceberg")
+    other.sql("insert into impl_db.t values (1, 'a', 1), (2, 'b', 1), (3, 'c', 1)")
+    result = merge_dataframe(other.createDataFrame(SOURCE, COLUMNS), "impl_db.t", key_columns="id")
+    assert (result.inserted, result.updated, result.unchanged, result.total) == (1, 1, 1, 4)
+    assert sorted(tuple(r) for r in other.table("impl_db.t").collect()) == EXPECTED["upsert"][0]
+
+
+@pytest.mark.spark
 def test_the_plan_setting_a_dbt_model_had_on_when_the_call_began_is_not_left_on(
         spark, monkeypatch):
     """A dbt merge model of the same session is staging (storeAnalyzedPlanForView on) when the

@@ -291,8 +291,9 @@
 {% macro _refuse_cached_target(target, state=true) %}
   {% if state == 'unreadable' %}
     {{ dbt_merge.raise_merge_error("cannot check whether the target " ~ target ~ " is cached in this Spark"
-        ~ " session (a cached Iceberg target would be counted from its cached rows): Spark redacts the names"
-        ~ " of the plan's nodes (spark.sql.redaction.string.regex matches one), or prints the plan cut short."
+        ~ " session (a cached Iceberg target would be counted from its cached rows): Spark redacts part of"
+        ~ " its optimized plan (spark.sql.redaction.string.regex matches a node's name or statistics), or"
+        ~ " prints the plan cut short."
         ~ " Set spark.sql.redaction.string.regex so that it matches no plan node's name (InMemoryRelation,"
         ~ " BatchScan, RelationV2), then run the merge again. The target was not changed.") }}
   {% endif %}

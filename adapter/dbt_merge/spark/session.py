@@ -49,10 +49,11 @@ def listed(spark, database: str, identifier: str) -> bool:
     tableExists) while SQL no longer sees it. The pattern asks every character but letters,
     digits and _ as `*` (SHOW TABLES reads it as a regular expression), and the name is then
     matched exactly, case aside. A session catalog of Iceberg's that is not over the Hive
-    metastore (`type` hadoop, rest, ...) lists its tables nowhere SHOW TABLES reads: there the
-    Catalog API's answer stands (True)."""
+    metastore (`type` hadoop, rest, ..., or any `catalog-impl`) lists its tables nowhere SHOW
+    TABLES reads: there the Catalog API's answer stands (True)."""
     kind = spark.conf.get("spark.sql.catalog.spark_catalog.type", None)
-    if kind not in (None, "hive"):
+    impl = spark.conf.get("spark.sql.catalog.spark_catalog.catalog-impl", None)
+    if impl is not None or str(kind or "hive").lower() != "hive":
         return True
     pattern = re.sub(r"[^A-Za-z0-9_]", "*", identifier)
     rows = spark.sql(f"show tables in {quote(database)} like '{pattern}'").collect()
