@@ -923,10 +923,10 @@ def test_history_table_names_with_quoted_parts():
             merge_table(con, con.sql("select 1 as id, 'z' as v"), "t", key_columns="id",
                         merge_history_table=bad)
     for own in ["t", '"T"', "memory.main.t"]:
-        with pytest.raises(MergeError, match="names the model's own table"):
+        with pytest.raises(MergeError, match="names the target itself"):
             merge_table(con, con.sql("select 1 as id, 'z' as v"), "t", key_columns="id",
                         merge_history_table=own)
-    with pytest.raises(MergeError, match="names the model's own table"):
+    with pytest.raises(MergeError, match="names the target itself"):
         merge_table(con, con.sql("select 1 as id, 'z' as v"), "newt", key_columns="id",
                     merge_history_table="newt")
     assert "newt" not in {r[0] for r in con.sql("show tables").fetchall()}

@@ -98,7 +98,7 @@
   {% set own = [target.database, target.schema, target.identifier] | map('string') | map('lower') | list %}
   {% set named = wanted | map('string') | map('lower') | list %}
   {% if named[1:] == own[1:] and (named[0] == own[0] or target.database is none or relation.database is none) %}
-    {{ dbt_merge.raise_merge_error("merge_history_table '" ~ name ~ "' names the model's own table " ~ target
+    {{ dbt_merge.raise_merge_error("merge_history_table '" ~ name ~ "' names the target itself, " ~ target
         ~ ": the history rows go to a table of their own. Name another table. The target was not changed.") }}
   {% endif %}
   {{ return(relation) }}

@@ -53,9 +53,9 @@
     {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}
     {{ dbt_merge.raise_merge_error("something else in this Spark session set " ~ key ~ " back each time "
         ~ "the merge staged its SELECT (5 times): the staged rows could change between the checks and "
-        ~ "the write. Stop whatever resets it while dbt runs (the profile's server_side_parameters, which "
-        ~ "dbt-spark applies again before every statement, a hook, another client of a shared session), "
-        ~ "then run the model again. The target was not changed.") }}
+        ~ "the write. Stop whatever resets it during the merge (the profile's server_side_parameters, which "
+        ~ "dbt-spark applies again before every statement; a hook; another client of a shared session), "
+        ~ "then run this model again. The target was not changed.") }}
   {% endif %}
   {% if materialize %}
     {% do dbt_merge.cache_lazy(relation) %}
