@@ -182,13 +182,26 @@
   {% set explain = 'explain extended ' ~ sql %}
   {% set found = dbt_merge._parse_plan_views(dbt_merge.run_sql(explain, 'dbt_merge_views').rows | map(attribute=0) | join('\n')) %}
   {% if found.unreadable and found.unreadable.reason == 'cut short' %}
-    {% set setting = 'spark.sql.maxPlanStringLength' %}
-    {% set value = dbt_merge.run_sql('set ' ~ setting, 'dbt_merge_views').rows[0][1] | string %}
-    {% do dbt_merge.keep_session_conf({setting: 2147483632}) %}
-    {% set found = dbt_merge._parse_plan_views(dbt_merge.run_sql(explain, 'dbt_merge_views').rows | map(attribute=0) | join('\n')) %}
-    {% do dbt_merge.keep_session_conf({setting: value}) %}
+    {% set found = dbt_merge._parse_plan_views(dbt_merge._explain_at_full_length(explain, 'dbt_merge_views')) %}
   {% endif %}
   {{ return(found) }}
+{% endmacro %}
+
+{#- The text of an EXPLAIN statement run with spark.sql.maxPlanStringLength raised for that one
+    statement, then put back as it was: for a plan Spark printed cut short (_plan_cut_short). -#}
+{% macro _explain_at_full_length(explain, name) %}
+  {% set setting = 'spark.sql.maxPlanStringLength' %}
+  {% set value = dbt_merge.run_sql('set ' ~ setting, name).rows[0][1] | string %}
+  {% do dbt_merge.keep_session_conf({setting: 2147483632}) %}
+  {% set text = dbt_merge.run_sql(explain, name).rows | map(attribute=0) | join('\n') %}
+  {% do dbt_merge.keep_session_conf({setting: value}) %}
+  {{ return(text) }}
+{% endmacro %}
+
+{#- Whether Spark printed a plan cut short (spark.sql.maxPlanStringLength): it ends with
+    `... N more characters`. -#}
+{% macro _plan_cut_short(text) %}
+  {{ return(modules.re.search('[.][.][.] \\d+ more characters\\s*$', text) is not none) }}
 {% endmacro %}
 
 {#- Read the analyzed section of EXPLAIN EXTENDED's text. Every line's node name is read: a View
@@ -207,7 +220,7 @@
   {% endif %}
   {% set analyzed = text.split(head, 1)[1] if head in text else '' %}
   {% if tail not in analyzed and modules.re.match('^[a-z][\\w$]*(\\.[\\w$]+)+(Exception|Error): ', analyzed)
-        and not modules.re.search('\\.\\.\\. \\d+ more characters\\s*$', text) %}
+        and not dbt_merge._plan_cut_short(text) %}
     {#- Spark could not analyze it: its error (a Java exception, and no later section) -#}
     {% do result.update({'error': analyzed.split('\n')[0] | trim}) %}
     {{ return(result) }}

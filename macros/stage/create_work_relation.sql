@@ -168,14 +168,9 @@
                  ~ 'from range(1) join range(1) on exists (select 1 from ' ~ relation ~ ')'
                  ~ (' and exists (select 1 from ' ~ target ~ ')' if target is not none else '') %}
   {% set plan_text = dbt_merge.run_sql(probe, 'dbt_merge_work_table').rows | map(attribute=0) | join('\n') %}
-  {% if target is not none and modules.re.search('[.][.][.] \\d+ more characters\\s*$', plan_text) %}
-    {#- printed cut short (spark.sql.maxPlanStringLength): a cached target could be in the part
-        cut; printed once more with the setting raised for that statement, then put back -#}
-    {% set setting = 'spark.sql.maxPlanStringLength' %}
-    {% set value = dbt_merge.run_sql('set ' ~ setting, 'dbt_merge_work_table').rows[0][1] | string %}
-    {% do dbt_merge.keep_session_conf({setting: 2147483632}) %}
-    {% set plan_text = dbt_merge.run_sql(probe, 'dbt_merge_work_table').rows | map(attribute=0) | join('\n') %}
-    {% do dbt_merge.keep_session_conf({setting: value}) %}
+  {% if target is not none and dbt_merge._plan_cut_short(plan_text) %}
+    {#- printed cut short: a cached target could be in the part cut; printed once more in full -#}
+    {% set plan_text = dbt_merge._explain_at_full_length(probe, 'dbt_merge_work_table') %}
   {% endif %}
   {% set session = none %}
   {% if ' AS dbt_merge_extensions' in plan_text and '${spark.sql.extensions}' not in plan_text %}
@@ -283,7 +278,7 @@
       {% do seen.update({'v2': 'unreadable'}) %}
     {% endif %}
   {% endfor %}
-  {{ return(seen.v2 if seen.v2 == 'unreadable' or modules.re.search('[.][.][.] \\d+ more characters\\s*$', plan_text) is none else 'unreadable') }}
+  {{ return('unreadable' if dbt_merge._plan_cut_short(plan_text) else seen.v2) }}
 {% endmacro %}
 
 {#- A merge target the session caches: the counts would read the cached rows. Refused before
