@@ -692,3 +692,61 @@ def test_a_cached_parquet_target_is_merged_from_its_files(spark):
     finally:
         spark.sql(f"uncache table if exists {table}")
     assert _rows(spark, table) == SOURCE
+
+
+@pytest.mark.spark
+def test_two_calls_creating_one_new_table_keep_the_rows_of_the_one_that_reports_success(
+        spark, monkeypatch):
+    """Two calls into the same new Iceberg table: both find no table, both build it. The second
+    CREATE (`create or replace`) replaced the first's table, whose call had reported 2 inserted,
+    success (red team of 2026-11-29, silent). Here both reach their CREATE, then the first
+    builds and the second's CREATE starts once the first's is committed (two CREATEs that start
+    together are refused by Iceberg's commit itself): the second fails with the door's message
+    and writes nothing, and the table holds exactly what the first call reported."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+    from dbt_merge.spark.session import SparkRunner
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.created_twice"
+    spark.sql(f"drop table if exists {table}")
+    both_at_the_create = threading.Barrier(2, timeout=120)
+    first_created = threading.Event()
+    statement = SparkRunner.statement
+
+    def synchronized(self, sql):
+        if not re.match(rf"\s*create (or replace )?table {re.escape(table)}\b",
+                        sql.replace("`", "").lower()):
+            return statement(self, sql)
+        both_at_the_create.wait()
+        if threading.current_thread().name == "call0":
+            try:
+                return statement(self, sql)
+            finally:
+                first_created.set()
+        first_created.wait(timeout=120)
+        return statement(self, sql)
+
+    monkeypatch.setattr(SparkRunner, "statement", synchronized)
+    sources = [spark.createDataFrame([(10 * n + 1, f"call{n}", 1), (10 * n + 2, f"call{n}", 1)],
+                                     COLUMNS) for n in range(2)]
+    results: list[object] = [None, None]
+
+    def run(n: int) -> None:
+        try:
+            results[n] = merge_dataframe(sources[n], table, key_columns="id",
+                                         file_format="iceberg")
+        except Exception as e:  # noqa: BLE001 - reported by the assertions below
+            results[n] = e
+
+    threads = [threading.Thread(target=run, args=(n,), name=f"call{n}") for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    monkeypatch.undo()
+    first, second = results
+    assert isinstance(first, MergeResult), repr(first)
+    assert (first.inserted, first.total) == (2, 2)
+    assert isinstance(second, MergeError), repr(second)
+    assert "another writer created" in str(second) and "wrote nothing" in str(second), second
+    assert _rows(spark, table) == [(1, "call0", 1), (2, "call0", 1)]

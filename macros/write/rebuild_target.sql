@@ -31,15 +31,31 @@
    mode: that setting is left set (keep_session_conf), for the same reason. #}
 {% macro spark__rebuild_target(plan, existing) %}
   {% set file_format = config.get('file_format') or 'parquet' %}
+  {% set replaces = existing is not none %}
   {% if existing is not none and (existing.is_view or file_format not in ['iceberg', 'delta']
                                   or dbt_merge.table_storage(existing).provider != file_format) %}
     {% do adapter.drop_relation(existing) %}
+    {% set replaces = false %}
   {% endif %}
   {% if file_format == 'hive' and config.get('partition_by') %}
     {% do dbt_merge.keep_session_conf({'hive.exec.dynamic.partition.mode': 'nonstrict'}) %}
   {% endif %}
   {% set create = create_table_as(false, plan.target, dbt_merge.rebuild_rows_sql(plan)) %}
   {% set head = 'create table ' ~ plan.target %}
+  {% if not replaces %}
+    {#- a first build (or one after the old relation was dropped) creates, never replaces:
+        dbt-spark's Iceberg and Delta CREATE is `create or replace`, and a table another writer
+        (a second run or thread of the same model, a job) created after this run found none
+        would be replaced, its rows lost while that writer reports success. A plain CREATE fails
+        then (TABLE_OR_VIEW_ALREADY_EXISTS, or Iceberg's "Table already exists" at its commit)
+        and leaves that table as it is (errors.md#spark_created_meanwhile). -#}
+    {% set create = create | replace('create or replace table ' ~ plan.target, head, 1) %}
+    {% if (create | trim | lower).startswith('create or replace') %}
+      {{ dbt_merge.raise_merge_error("cannot make dbt-spark's CREATE statement a plain CREATE (no 'create or replace table "
+          ~ plan.target ~ "' in it), and a first build must not replace a table another writer created meanwhile. "
+          ~ "Report this with your dbt-spark version. The target was not changed.") }}
+    {% endif %}
+  {% endif %}
   {% if not config.get('file_format') and (head ~ ' using ') not in create %}
     {#- (a Python door's CREATE names its data source already) -#}
     {% if head not in create %}

@@ -318,3 +318,29 @@ def test_a_schema_listing_that_fails_does_not_rebuild_the_table(spark, tmp_path,
         # id 1 has two versions (r0_1 closed, r1_1 current), id 0 one: 4 rows in all
         assert sorted(tuple(r) for r in rows) == [
             (0, "r0_0"), (1, "r0_1"), (1, "r1_1"), (2, "r1_2")]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("file_format", ["iceberg", "parquet"])
+def test_a_table_another_writer_creates_during_a_first_build_is_kept(spark, tmp_path, file_format):
+    """A first build found no table; another writer (a second run or thread of the model, a job)
+    creates it before the build's CREATE. dbt-spark's Iceberg CREATE is `create or replace`: it
+    replaced that table, whose writer had reported success (red team of 2026-11-29, through two
+    merge_dataframe calls). The pre-hook is that writer, after the model looked for its table: the
+    run fails and the other writer's table is as it left it."""
+    s = "rel_created"
+    table = f"{s}.m_{file_format}"
+    spark.sql(f"create database if not exists {s}")
+    spark.sql(f"drop table if exists {table}")
+    theirs = (f"create table {table} using {file_format} as "
+              "select cast(9 as bigint) as id, 'theirs' as v")
+    config = {"strategy": "upsert", "unique_key": "id", "schema": s, "file_format": file_format,
+              "pre_hook": theirs}
+    select = "select cast(id as bigint) as id, 'ours' as v from range(0, 2)"
+    project = make_project(tmp_path / "proj", f"created_{file_format}",
+                           {f"m_{file_format}": model_sql(config, select)})
+    run = run_dbt(["run"], project, "spark", PROFILES_DIR)
+    assert not run.success
+    assert "ALREADY_EXISTS" in run.results[0].message, run.results[0].message
+    rows = spark.sql(f"select id, v from {table}").collect()
+    assert [tuple(r) for r in rows] == [(9, "theirs")]

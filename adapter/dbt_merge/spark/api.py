@@ -136,6 +136,15 @@ def merge_dataframe(
                         "Set spark.wap.branch before the call (the merge then writes that branch) "
                         "or not at all, then merge again."
                     ) from None
+                if rebuild and _created_meanwhile(str(error)):
+                    # a first build creates, never replaces (spark__rebuild_target): another
+                    # writer made the table after this call found none (or dropped the old one)
+                    raise MergeError(
+                        prefix + f"another writer created {this} while this call was building "
+                        "it (after the call found no table there), so this call wrote nothing: "
+                        "that table and its rows are as the other writer left them. Merge again: "
+                        "the call then merges into that table (errors.md#spark_created_meanwhile)."
+                    ) from None
                 raised = _raised_message(str(error), resolved.name)
                 if raised is None:
                     raise
@@ -151,6 +160,13 @@ def merge_dataframe(
         return MergeResult.from_stats(stats, snapshot)
     finally:
         runner.close(failed)
+
+
+def _created_meanwhile(text: str) -> bool:
+    """Whether a CREATE failed because the table exists: Spark's analysis error, or Iceberg's
+    AlreadyExistsException at the commit of a table created at the same moment."""
+    return ("TABLE_OR_VIEW_ALREADY_EXISTS" in text or "TableAlreadyExistsException" in text
+            or "AlreadyExistsException: Table already exists" in text)
 
 
 def _raised_message(text: str, name: str) -> str | None:
