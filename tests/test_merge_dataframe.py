@@ -750,3 +750,21 @@ def test_two_calls_creating_one_new_table_keep_the_rows_of_the_one_that_reports_
     assert isinstance(second, MergeError), repr(second)
     assert "another writer created" in str(second) and "wrote nothing" in str(second), second
     assert _rows(spark, table) == [(1, "call0", 1), (2, "call0", 1)]
+
+
+@pytest.mark.spark
+def test_a_history_table_that_is_a_view_is_refused_before_the_merge(spark):
+    """merge_history_table naming a view: the history row is written after the merge's commit,
+    so the call failed raw on its INSERT with the table already merged (red team of
+    2026-11-29). Refused first, the table as it was."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+
+    table = _table(spark, "hist_view_target", TARGET)
+    spark.sql(f"drop view if exists {SCHEMA}.hist_view")
+    spark.sql(f"create view {SCHEMA}.hist_view as select 1 as x")
+    before = _snapshots(spark, table)
+    with pytest.raises(MergeError, match="merge_history_table 'hist_view' names a view") as error:
+        merge_dataframe(spark.createDataFrame(SOURCE, COLUMNS), table, key_columns="id",
+                        merge_history_table="hist_view")
+    assert str(error.value).endswith("The target was not changed."), error.value
+    assert _rows(spark, table) == TARGET and _snapshots(spark, table) == before

@@ -931,3 +931,31 @@ def test_history_table_names_with_quoted_parts():
                     merge_history_table="newt")
     assert "newt" not in {r[0] for r in con.sql("show tables").fetchall()}
     assert con.sql("select * from t").fetchall() == [(1, "v3")]
+
+
+@pytest.mark.parametrize(("setup", "said"), [
+    ("create view h as select 1 as x", "merge_history_table 'h' names a view"),
+    ("create table h (x int)", "is not a merge history table: it lacks the column(s) "
+                               "model_unique_id"),
+    ("create table h (model_unique_id varchar, strategy varchar, invocation_id varchar, "
+     "started_at timestamp, finished_at timestamp, inserted bigint, updated bigint, "
+     "deleted bigint, unchanged bigint, held_back bigint, total bigint, note varchar not null)",
+     "cannot be NULL and that the history row does not fill: note"),
+    ("create schema other", "merge_history_table 'nowhere.h': the schema"),
+], ids=["a view", "other columns", "a NOT NULL column", "no schema"])
+def test_a_history_table_the_row_cannot_go_to_is_refused_first(setup, said):
+    """As the Parquet door refuses it (dbt_merge.duckdb.history.check): before, a view failed raw
+    inside the merge's transaction (`Catalog Error: h is not an table`), rolled back."""
+    con = duckdb.connect()
+    con.execute("create table t (id int, v varchar)")
+    con.execute("insert into t values (1, 'a')")
+    con.execute(setup)
+    name = "nowhere.h" if "schema" in said else "h"
+    with pytest.raises(MergeError) as error:
+        merge_table(con, con.sql("select 1 as id, 'b' as v"), "t", key_columns="id",
+                    merge_history_table=name)
+    text = str(error.value)
+    assert text.startswith(f"dbt_merge: table 't': {said}") or (
+        said in text and text.startswith("dbt_merge: table 't': ")), text
+    assert text.endswith("The target was not changed."), text
+    assert con.sql("select * from t").fetchall() == [(1, "a")]

@@ -28,6 +28,66 @@
       ~ ') values (' ~ values | join(', ') ~ ')', 'dbt_merge_history') %}
 {% endmacro %}
 
+{#- merge_history_table, checked before anything is written: a table the history row can be
+    appended to, or none yet (created when the row is written). Spark writes the row after the
+    merge's commit, so a history table the INSERT fails on (a view, a table lacking a history
+    column) failed the run after the target was merged: the run reported an error for a merge
+    that had been written. DuckDB checks it where it is created, on a cursor of its own
+    (merge_history_job, dbt_merge.duckdb.history.check). -#}
+{% macro check_history_table(name, target) %}
+  {{ return(adapter.dispatch('check_history_table', 'dbt_merge')(name, target)) }}
+{% endmacro %}
+
+{% macro default__check_history_table(name, target) %}
+{% endmacro %}
+
+{#- Spark: `show tables` finds it (not a temporary view of its name, which its qualified name
+    does not reach), `describe table extended` says whether it is a view and gives its columns.
+    Two statements, only for a model with merge_history_table. -#}
+{% macro spark__check_history_table(name, target) %}
+  {% set relation = dbt_merge._history_relation(name, target) %}
+  {% set in_schema = relation.schema if relation.database is none else relation.database ~ '.' ~ relation.schema %}
+  {% set listed = dbt_merge.run_sql("show tables in " ~ in_schema ~ " like '" ~ relation.identifier ~ "'", 'dbt_merge_history_check') %}
+  {% set found = [] %}
+  {% for row in listed.rows if (row[1] | lower) == (relation.identifier | lower) and (row[2] | string | lower) != 'true' %}
+    {% do found.append(row) %}
+  {% endfor %}
+  {% if not found %}
+    {{ return(none) }}
+  {% endif %}
+  {% set said = "merge_history_table '" ~ name ~ "'" %}
+  {% set described = dbt_merge.run_sql('describe table extended ' ~ relation, 'dbt_merge_history_check') %}
+  {% set columns = [] %}
+  {% set kind = [] %}
+  {% set ns = namespace(in_columns=true) %}
+  {% for row in described.rows %}
+    {% set key = (row[0] or '') | trim %}
+    {% if key == '' or key.startswith('#') %}
+      {% set ns.in_columns = false %}
+    {% elif ns.in_columns %}
+      {% do columns.append(key) %}
+    {% elif key == 'Type' %}
+      {% do kind.append((row[1] or '') | trim | upper) %}
+    {% endif %}
+  {% endfor %}
+  {% if 'VIEW' in kind %}
+    {{ dbt_merge.raise_merge_error(said ~ " names a view (" ~ relation ~ "), not a table: the merge appends one "
+        ~ "row per merge to a table, created on first use. Name another table, or drop the view. The target was "
+        ~ "not changed.") }}
+  {% endif %}
+  {% set have = columns | map('lower') | list %}
+  {% set missing = [] %}
+  {% for column in dbt_merge._history_columns() | map('first') if column not in have %}
+    {% do missing.append(column) %}
+  {% endfor %}
+  {% if missing %}
+    {{ dbt_merge.raise_merge_error(said ~ " (" ~ relation ~ ") is not a merge history table: it lacks the column(s) "
+        ~ missing | join(', ') ~ " (a history table has: " ~ dbt_merge._history_columns() | map('first') | join(', ')
+        ~ "; it holds: " ~ columns | join(', ') ~ "). Name another table (created on first use), or drop or rename "
+        ~ "this one. The target was not changed.") }}
+  {% endif %}
+{% endmacro %}
+
 {#- Whether the row names column `versions`, which tables made by releases before
     strategy='history' lack: a history merge adds it to such a table. DuckDB fills a column an
     INSERT leaves out with NULL; Spark's parquet tables refuse such an INSERT, so there the row

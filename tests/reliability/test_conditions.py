@@ -193,3 +193,37 @@ def test_check_columns_and_detect_unchanged(db, tmp_path):
     assert [r[1] for r in db.rows(s, "ck_all")] == ["A", "b"]
     assert run.stats("ck_default") == {"inserted": 0, "updated": 1, "deleted": 0, "unchanged": 1,
                                        "total": 2}
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+@pytest.mark.parametrize("kind", ["a view", "other columns"])
+def test_a_history_table_the_row_cannot_go_to_is_refused_before_the_merge(db, tmp_path, kind):
+    """merge_history_table naming a view, or a table that is no merge history table. Spark writes
+    the history row after the merge's commit: the run failed on the INSERT with the target
+    already merged (an error reported for a merge that had been written; red team of
+    2026-11-29). DuckDB failed raw (`Catalog Error: h is not an table`, `Binder Error`). Now
+    both refuse before anything is written, naming the table and the fix."""
+    s = f"cond_hist_kind_{db.name}"
+    db.table(s, "hk_model", customers((1, "'a'", DAY1)))
+    for drop in ("drop view if exists", "drop table if exists"):
+        try:
+            db.sql(f"{drop} {s}.h")
+        except Exception:  # noqa: BLE001 - the other kind of relation, or none
+            pass
+    if kind == "a view":
+        db.sql(f"create view {s}.h as select 1 as x")
+        said = "merge_history_table 'h' names a view"
+    else:
+        using = " using iceberg" if db.name.startswith("spark") else ""
+        db.sql(f"create table {s}.h (x int){using}")
+        said = "merge_history_table 'h' ("
+    cfg = {"schema": s, "unique_key": "id", "merge_history_table": "h"}
+    root = project(db, tmp_path, "hist_kind", {"hk_model": (cfg, customers((1, "'b'", DAY2)))})
+    run = dbt(db, root, "run")
+    error = " ".join(run.error("hk_model").split())
+    assert f"dbt_merge: model 'hk_model': {said}" in error, error
+    if kind == "other columns":
+        assert "is not a merge history table: it lacks the column(s) model_unique_id" in error
+    assert "drop the view. The target was not changed." in error or (
+        "drop or rename this one. The target was not changed." in error), error
+    assert [r[:2] for r in db.rows(s, "hk_model")] == [(1, "a")]

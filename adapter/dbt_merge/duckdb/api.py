@@ -26,7 +26,7 @@ from dbt_merge.duckdb.connection import (
     DuckDBRunner,
     Relation,
 )
-from dbt_merge.duckdb.history import create_table
+from dbt_merge.duckdb.history import create_table, refuse_unusable
 from dbt_merge.duckdb.names import reads_table, resolve_target
 from dbt_merge.errors import MergeError
 from dbt_merge.options import MergeOptions, merge_config
@@ -107,7 +107,7 @@ def merge_table(
             if runner.in_transaction():
                 raise ConnectionInUse("the connection has a transaction open", "open")
             if cfg.get("history_table") and not cfg.get("dry_run"):
-                _create_history_table(connection, macros, cfg["history_table"], this,
+                _create_history_table(connection, macros, cfg["history_table"], this, prefix,
                                       versions=cfg.get("strategy") == "history")
             runner.begin()
             began = True
@@ -131,20 +131,24 @@ def merge_table(
 
 
 def _create_history_table(
-    connection: Any, macros: MacroContext, name: str, this: Any, versions: bool = False
+    connection: Any, macros: MacroContext, name: str, this: Any, prefix: str,
+    versions: bool = False,
 ) -> None:
-    """merge_history_table, created if missing before the merge's transaction begins, on a
+    """merge_history_table, checked (a table the row can be appended to: refused before anything
+    is written otherwise) and created if missing before the merge's transaction begins, on a
     cursor of its own (committed at once), one thread at a time, as the dbt materialization
     creates it: two merges' transactions that both create it would fail with `Catalog
-    write-write conflict`. A name it cannot be created under (a missing schema) is left to the
-    merge's own statement, which fails inside its transaction, rolled back."""
+    write-write conflict`."""
     relation = macros.get("_history_relation")(name, this)
+    columns = [c for c, _ in macros.get("_history_columns")()]
     cursor = connection.cursor()
     try:
-        create_table(cursor, macros.get("_create_history_sql")(relation),
-                     macros.get("_history_add_versions_sql")(relation) if versions else None)
-    except duckdb.Error:
-        pass
+        refuse_unusable(cursor, relation, name, columns, prefix, MergeError)
+        try:
+            create_table(cursor, macros.get("_create_history_sql")(relation),
+                         macros.get("_history_add_versions_sql")(relation) if versions else None)
+        except duckdb.Error:
+            pass  # left to the merge's own statement, which fails inside its transaction
     finally:
         cursor.close()
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from dbt_merge.duckdb import history as duckdb_history
 from dbt_merge.options import MergeOptions, merge_config
 from dbt_merge.parquet import commit, layout, paths, schema, types
 from dbt_merge.parquet import history as merge_history
@@ -315,7 +316,7 @@ class _History:
             fail(message + " The target was not changed.")
 
         self.fail, self.refuse = fail, refuse
-        merge_history.check(
+        duckdb_history.check(
             lambda sql, params: con.execute(sql, params).fetchall(),
             self.relation,
             self.name,
