@@ -695,19 +695,22 @@ def test_a_cached_parquet_target_is_merged_from_its_files(spark):
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("file_format", ["iceberg", "parquet"])
 def test_two_calls_creating_one_new_table_keep_the_rows_of_the_one_that_reports_success(
-        spark, monkeypatch):
+        spark, monkeypatch, file_format):
     """Two calls into the same new Iceberg table: both find no table, both build it. The second
     CREATE (`create or replace`) replaced the first's table, whose call had reported 2 inserted,
     success (red team of 2026-11-29, silent). Here both reach their CREATE, then the first
     builds and the second's CREATE starts once the first's is committed (two CREATEs that start
     together are refused by Iceberg's commit itself): the second fails with the door's message
-    and writes nothing, and the table holds exactly what the first call reported."""
+    and writes nothing, and the table holds exactly what the first call reported. A parquet
+    table's files are written before the table is registered: its message says the table may
+    hold the call's rows (two CREATEs at once can leave both calls' files, docs/spark.md)."""
     from dbt_merge.spark import MergeError, merge_dataframe
     from dbt_merge.spark.session import SparkRunner
 
     spark.sql(f"create database if not exists {SCHEMA}")
-    table = f"{SCHEMA}.created_twice"
+    table = f"{SCHEMA}.created_twice_{file_format}"
     spark.sql(f"drop table if exists {table}")
     both_at_the_create = threading.Barrier(2, timeout=120)
     first_created = threading.Event()
@@ -734,7 +737,7 @@ def test_two_calls_creating_one_new_table_keep_the_rows_of_the_one_that_reports_
     def run(n: int) -> None:
         try:
             results[n] = merge_dataframe(sources[n], table, key_columns="id",
-                                         file_format="iceberg")
+                                         file_format=file_format)
         except Exception as e:  # noqa: BLE001 - reported by the assertions below
             results[n] = e
 
@@ -748,7 +751,11 @@ def test_two_calls_creating_one_new_table_keep_the_rows_of_the_one_that_reports_
     assert isinstance(first, MergeResult), repr(first)
     assert (first.inserted, first.total) == (2, 2)
     assert isinstance(second, MergeError), repr(second)
-    assert "another writer created" in str(second) and "wrote nothing" in str(second), second
+    assert "another writer created" in str(second), second
+    if file_format == "iceberg":
+        assert "so this call wrote nothing" in str(second), second
+    else:
+        assert "so the table may now hold this call's rows" in str(second), second
     assert _rows(spark, table) == [(1, "call0", 1), (2, "call0", 1)]
 
 
@@ -768,3 +775,39 @@ def test_a_history_table_that_is_a_view_is_refused_before_the_merge(spark):
                         merge_history_table="hist_view")
     assert str(error.value).endswith("The target was not changed."), error.value
     assert _rows(spark, table) == TARGET and _snapshots(spark, table) == before
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("file_format", ["iceberg", "parquet"])
+def test_a_first_build_counts_the_rows_it_loaded_not_another_writers(spark, monkeypatch,
+                                                                     file_format):
+    """Another writer appends to the new table right after the call's CREATE committed (Spark
+    commits it at once). The call counted the table: 5 inserted for its 2 rows (red team of
+    2026-11-29, silent). It reports the rows it loaded, and on Iceberg its own commit."""
+    from dbt_merge.spark import merge_dataframe
+    from dbt_merge.spark.session import SparkRunner
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.appended_at_once_{file_format}"
+    spark.sql(f"drop table if exists {table}")
+    statement = SparkRunner.statement
+
+    def other_writer() -> None:
+        spark.sql(f"insert into {table} values (7, 'other', 1), (8, 'other', 1), "
+                  "(9, 'other', 1)")
+
+    def create_then_append(self, sql):
+        statement(self, sql)
+        if re.match(rf"\s*create table {re.escape(table)}\b", sql.replace("`", "").lower()):
+            writer = threading.Thread(target=other_writer)  # not this call's thread
+            writer.start()
+            writer.join()
+
+    monkeypatch.setattr(SparkRunner, "statement", create_then_append)
+    result = merge_dataframe(spark.createDataFrame([(1, "a", 1), (2, "b", 1)], COLUMNS), table,
+                             key_columns="id", file_format=file_format)
+    monkeypatch.undo()
+    assert (result.inserted, result.total) == (2, 2), result
+    assert len(_rows(spark, table)) == 5
+    if file_format == "iceberg":
+        assert result.snapshot_id == _snapshots(spark, table)[0]

@@ -125,7 +125,11 @@
       {% do loaded.update({'stage': plan.target, 'raw_stage': plan.target}) %}
       {% do dbt_merge.check_source_rows(loaded) %}
     {% endif %}
-    {% set total = dbt_merge.count_rows(target) %}
+    {#- the rows this build loaded: inside the model's transaction the table's (DuckDB); on
+        Spark, which commits the CREATE at once, those it read (pinned), not the table's, which
+        another writer may have written to since -#}
+    {% set total = dbt_merge.count_rows(target) if check_after_build
+                   else dbt_merge.count_rows('(' ~ dbt_merge.rebuild_rows_sql(plan) ~ ') as dbt_merge_rebuild') %}
     {% set stats = {'inserted': total, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': total} %}
     {% if plan.history %}
       {% do stats.update({'held_back': 0, 'versions': total}) %}

@@ -139,12 +139,8 @@ def merge_dataframe(
                 if rebuild and _created_meanwhile(str(error)):
                     # a first build creates, never replaces (spark__rebuild_target): another
                     # writer made the table after this call found none (or dropped the old one)
-                    raise MergeError(
-                        prefix + f"another writer created {this} while this call was building "
-                        "it (after the call found no table there), so this call wrote nothing: "
-                        "that table and its rows are as the other writer left them. Merge again: "
-                        "the call then merges into that table (errors.md#spark_created_meanwhile)."
-                    ) from None
+                    raise MergeError(prefix + _created_meanwhile_message(
+                        this, config.get("file_format"), existing is not None)) from None
                 raised = _raised_message(str(error), resolved.name)
                 if raised is None:
                     raise
@@ -160,6 +156,25 @@ def merge_dataframe(
         return MergeResult.from_stats(stats, snapshot)
     finally:
         runner.close(failed)
+
+
+def _created_meanwhile_message(this: Relation, file_format: str | None, dropped: bool) -> str:
+    """What a first build's CREATE that found the table made by another writer means. Iceberg
+    and Delta commit a new table atomically: nothing of this call is in it. Spark writes a
+    parquet (orc, ...) table's files into its location before it registers the table: the
+    files of a CREATE that lost may be in the other writer's table (docs/spark.md)."""
+    when = ("after this call dropped the old relation for its full refresh (its rows are gone, as "
+            "the full refresh meant)" if dropped else "after this call found no table there")
+    if (file_format or "parquet").lower() in ("iceberg", "delta"):
+        return (f"another writer created {this} while this call was building it ({when}), so "
+                "this call wrote nothing: that table and its rows are as the other writer left "
+                "them. Merge again: the call then merges into that table "
+                "(errors.md#spark_created_meanwhile).")
+    return (f"another writer created {this} while this call was building it ({when}). Spark "
+            f"writes a {file_format or 'parquet'} table's files before it registers the table, "
+            "so the table may now hold this call's rows besides the other writer's (a key twice:"
+            " the next merge refuses it). Check the table, or rebuild it with full_refresh=True"
+            "; such a table takes one writer at a time (errors.md#spark_created_meanwhile).")
 
 
 def _created_meanwhile(text: str) -> bool:
