@@ -49,7 +49,7 @@ def materialize(df, con):
                                          schema={{ tojson(relation.schema) }},
                                          identifier={{ tojson(relation.identifier) }}),
                     {{ tojson(name) }}, {{ tojson(dbt_merge._history_columns() | map('first') | list) }},
-                    {{ tojson("dbt_merge: model '" ~ model.name ~ "': ") }}, MergeError)
+                    {{ tojson(dbt_merge.merge_error_prefix()) }}, MergeError)
     create_table(con, {{ tojson(dbt_merge._create_history_sql(relation)) }}{% if versions %},
                  {{ tojson(dbt_merge._history_add_versions_sql(relation)) }}{% endif %})
   {% endset %}

@@ -1,11 +1,12 @@
-{#- Every error the package raises goes through here, so they all start the same way:
-    the package, the model, then what is wrong and how to fix it. A merge model's work relations
-    are dropped first: a refused run leaves nothing behind, as a successful one does. -#}
+{#- Every error the package raises goes through here, so they all start the same way
+    (merge_error_prefix): the package, the model, then what is wrong and how to fix it. A merge
+    model's work relations are dropped first: a refused run leaves nothing behind, as a
+    successful one does. -#}
 {% macro raise_merge_error(message) %}
   {% if execute and model.get('resource_type') == 'model' and config.get('materialized') == 'merge' %}
     {% do dbt_merge.drop_failed_work_relations() %}
   {% endif %}
-  {{ exceptions.raise_compiler_error("dbt_merge: model '" ~ model.name ~ "': " ~ message) }}
+  {{ exceptions.raise_compiler_error(dbt_merge.merge_error_prefix() ~ message) }}
 {% endmacro %}
 
 {#- The work relations (work_relations) this run of the model may have made, dropped if they
@@ -28,4 +29,12 @@
   {% endfor %}
   {% do dbt_merge.drop_work_relations(pairs) %}
   {% do dbt_merge.put_back_session_conf() %}
+{% endmacro %}
+
+{#- How every message of the package starts: `dbt_merge: model '<name>': `. Also the start of the
+    messages a statement raises itself (raise_error in a MERGE or a guard) and of a warning; the
+    Python doors find the message in a Spark error by it (dbt_merge.spark.api._raised_message)
+    and say `table '<name>'` instead. The one place that writes it. -#}
+{% macro merge_error_prefix() %}
+  {{ return("dbt_merge: model '" ~ model.name ~ "': ") }}
 {% endmacro %}

@@ -39,7 +39,7 @@
           ~ "It would be ignored, so the model is not run: rename it to '" ~ closest ~ "', or "
           ~ "move a custom value under meta.") %}
     {% else %}
-      {% do exceptions.warn("dbt_merge: model '" ~ model.name ~ "': unknown config key '" ~ key ~ "'"
+      {% do exceptions.warn(dbt_merge.merge_error_prefix() ~ "unknown config key '" ~ key ~ "'"
           ~ (" (did you mean '" ~ closest ~ "'?)" if closest else "")
           ~ ". It has no effect: fix its name, or move a custom value under meta.") %}
     {% endif %}

@@ -101,7 +101,7 @@
 
 {#- What a MERGE that only inserts says when a key counted new is in the table as it writes. -#}
 {% macro _concurrent_insert_message(plan) %}
-  {{ return("dbt_merge: model '" ~ model.name ~ "': another writer committed to " ~ plan.target
+  {{ return(dbt_merge.merge_error_prefix() ~ "another writer committed to " ~ plan.target
       ~ " a key that this run counted as new, after it counted its changes, so nothing was written "
       ~ "(the key would have been in the table twice). Running the model again is safe: it counts "
       ~ "the table as it is then.") }}

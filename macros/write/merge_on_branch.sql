@@ -312,7 +312,7 @@
   {%- for key in plan.key_columns -%}
     {%- do parts.append('cast(' ~ alias ~ '.' ~ dbt_merge.quote_identifier(key) ~ ' as string)') -%}
   {%- endfor -%}
-  {{ return("concat(" ~ dbt_merge._sql_string("dbt_merge: model '" ~ model.name ~ "': unique_key value(s) occur more "
+  {{ return("concat(" ~ dbt_merge._sql_string(dbt_merge.merge_error_prefix() ~ "unique_key value(s) occur more "
       ~ "than once in the model's SELECT, e.g. (" ~ plan.key_columns | join(', ') ~ ") = (") ~ ", concat_ws(', ', "
       ~ parts | join(', ') ~ "), " ~ dbt_merge._sql_string("). Make the key unique in the SELECT, fix unique_key, or use "
       ~ "strategy='deduplicate' with dedup_order_by to keep one row per key. The target was not changed.") ~ ")") }}

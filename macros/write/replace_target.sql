@@ -85,7 +85,7 @@
   {% if restorable and parent is not none %}
     {% do dbt_merge.run_statement('insert overwrite table ' ~ relation ~ ' select * from ' ~ relation
         ~ ' version as of ' ~ parent ~ ' where ' ~ dbt_merge._snapshot_is_sql(relation, written,
-        "dbt_merge: model '" ~ model.name ~ "': " ~ rollback), 'dbt_merge_overwrite') %}
+        dbt_merge.merge_error_prefix() ~ rollback), 'dbt_merge_overwrite') %}
     {% set restored = dbt_merge._current_snapshot(relation) %}
     {% if restored != written and dbt_merge._parent_snapshot(relation, restored) == written %}
       {{ dbt_merge.raise_merge_error(what ~ ". The table has been given back the rows of snapshot " ~ parent

@@ -39,7 +39,7 @@
 {#- What a run whose table changed under it says: raised inside Spark (a statement's raise_error),
     with the prefix raise_merge_error would give it; `prefixed=false` for raise_merge_error itself. -#}
 {% macro _concurrent_commit_message(plan, prefixed=true) %}
-  {{ return(("dbt_merge: model '" ~ model.name ~ "': " if prefixed else "") ~ "another writer committed to " ~ plan.target
+  {{ return((dbt_merge.merge_error_prefix() if prefixed else "") ~ "another writer committed to " ~ plan.target
       ~ " after this run counted its changes on snapshot "
       ~ (plan.get('snapshot') if plan.get('snapshot') is not none else "none (the table had no commit yet)")
       ~ ", so nothing was written "
