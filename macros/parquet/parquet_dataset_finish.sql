@@ -1,32 +1,34 @@
 {#-
   After the Parquet dataset job (parquet_dataset_job): raise its error, or point the model's
   relation at the dataset (a view, as dbt-duckdb's external models do, so ref() reads it),
-  report the statistics, run the post-hooks and commit.
+  report the statistics, run the post-hooks and commit. The job's result is one row, read by
+  column name (dbt_merge.parquet.dbt_job.RESULT_COLUMNS).
 
   The job has written the merge's files but not published them: the dataset changes last, as a
   table's merge is committed last. Until then the view reads the dataset as the merge leaves it
-  (row[6]: the files that stay and the new ones, still in the work folder), so the post-hooks
+  (read_sql: the files that stay and the new ones, still in the work folder), so the post-hooks
   see the merged rows; a failing view, docs or post-hook fails the model with the dataset as it
-  was. Then the publish (row[9], a SQL function the job registered on this connection: one
-  atomic directory swap), and the view over `location/**/*.parquet` (row[8]).
+  was. Then the publish (publish, a SQL function the job registered on this connection: one
+  atomic directory swap), and the view over `location/**/*.parquet` (final_sql).
 -#}
 {% macro parquet_dataset_finish(job) %}
   {% set row = dbt_merge.run_sql('select * from ' ~ job.result, 'dbt_merge_parquet_result').rows[0] %}
   {% do dbt_merge.run_statement('drop table if exists ' ~ job.result) %}
-  {% if row[0] is not none %}
-    {{ dbt_merge.raise_merge_error(row[0]) }}
+  {% if row['error'] is not none %}
+    {{ dbt_merge.raise_merge_error(row['error']) }}
   {% endif %}
-  {% if row[7] is not none %}
-    {% set stats = {'skipped': row[7]} %}
+  {% if row['skipped'] is not none %}
+    {% set stats = {'skipped': row['skipped']} %}
   {% else %}
-    {% set stats = {'inserted': row[1] | int, 'updated': row[2] | int, 'deleted': row[3] | int,
-                    'unchanged': row[4] | int, 'total': row[5] | int} %}
-    {% if row[10] is not none %}
-      {% do stats.update({'held_back': row[10] | int}) %}
+    {% set stats = {'inserted': row['inserted'] | int, 'updated': row['updated'] | int,
+                    'deleted': row['deleted'] | int, 'unchanged': row['unchanged'] | int,
+                    'total': row['total'] | int} %}
+    {% if row['held_back'] is not none %}
+      {% do stats.update({'held_back': row['held_back'] | int}) %}
     {% endif %}
   {% endif %}
   {% set target = this.incorporate(type='view') %}
-  {% if row[11] %}
+  {% if row['dry_run'] %}
     {#- dry_run: nothing was written; the dataset and the model's view are left as they are -#}
     {% do stats.update({'dry_run': true}) %}
     {% do dbt_merge.report_merge_stats(job.strategy, stats) %}
@@ -39,13 +41,13 @@
   {% if existing is not none and not existing.is_view %}
     {% do adapter.drop_relation(existing) %}
   {% endif %}
-  {% do dbt_merge.run_statement('create or replace view ' ~ target ~ ' as select * from ' ~ row[6]) %}
+  {% do dbt_merge.run_statement('create or replace view ' ~ target ~ ' as select * from ' ~ row['read_sql']) %}
   {% do dbt_merge.report_merge_stats(job.strategy, stats) %}
   {% do persist_docs(target, model) %}
   {{ run_hooks(post_hooks, inside_transaction=True) }}
-  {% if row[9] is not none %}
-    {% do dbt_merge.run_sql('select ' ~ row[9] ~ '()', 'dbt_merge_parquet') %}
-    {% do dbt_merge.run_statement('create or replace view ' ~ target ~ ' as select * from ' ~ row[8]) %}
+  {% if row['publish'] is not none %}
+    {% do dbt_merge.run_sql('select ' ~ row['publish'] ~ '()', 'dbt_merge_parquet') %}
+    {% do dbt_merge.run_statement('create or replace view ' ~ target ~ ' as select * from ' ~ row['final_sql']) %}
     {% do persist_docs(target, model) %}
   {% endif %}
   {% do adapter.commit() %}

@@ -8,8 +8,8 @@
 {% macro parquet_dataset_start(job) %}
   {% set row = dbt_merge.run_sql('select error from ' ~ job.result, 'dbt_merge_parquet_check').rows[0] %}
   {% do dbt_merge.run_statement('drop table if exists ' ~ job.result) %}
-  {% if row[0] is not none %}
-    {{ dbt_merge.raise_merge_error(row[0]) }}
+  {% if row['error'] is not none %}
+    {{ dbt_merge.raise_merge_error(row['error']) }}
   {% endif %}
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}

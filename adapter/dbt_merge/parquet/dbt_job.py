@@ -32,11 +32,16 @@ from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.api import MergeReport, Pending, run_merge
 from dbt_merge.parquet.errors import ParquetMergeError
 
-RESULT_COLUMNS = (
-    "error varchar, inserted bigint, updated bigint, deleted bigint, unchanged bigint,"
-    " total bigint, read_sql varchar, skipped varchar, final_sql varchar, publish varchar,"
-    " held_back bigint, dry_run boolean"
-)
+#: The job's result, one row of a temporary table the materialization reads by column name
+#: (parquet_dataset_start, parquet_dataset_finish): the refusal (or NULL); the statistics;
+#: read_sql, the dataset as the merge leaves it (its new files still in the work folder);
+#: skipped (--empty / --sample); final_sql, the dataset once published; publish, the SQL function
+#: that publishes it; dry_run.
+RESULT_COLUMNS = {
+    "error": "varchar", "inserted": "bigint", "updated": "bigint", "deleted": "bigint",
+    "unchanged": "bigint", "total": "bigint", "held_back": "bigint", "read_sql": "varchar",
+    "skipped": "varchar", "final_sql": "varchar", "publish": "varchar", "dry_run": "boolean",
+}
 #: The model's config options the job passes on to run_merge as they are (dbt_merge.options).
 PASSED = (
     "dedup_order_by",
@@ -83,7 +88,7 @@ def check_job(connection: Any, args: dict[str, Any]) -> None:
             error = str(e)
         except duckdb.Error as e:
             error = f"{type(e).__name__}: {e}"
-    _write_result(con, args["result"], (error, *[None] * 11))
+    _write_result(con, args["result"], error=error)
 
 
 def _cursor(connection: Any) -> Any:
@@ -101,10 +106,9 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
     """Merge the model's SELECT (args['sql']) into args['location'] on the model's connection;
     write the outcome to the temporary table args['result']."""
     con = _cursor(connection)
-    row: tuple
     mismatch = version.mismatch(args.get("dbt_package_version"))
     if mismatch:  # the dbt package that sent this job is another release: refused first
-        _write_result(con, args["result"], (mismatch, *[None] * 11))
+        _write_result(con, args["result"], error=mismatch)
         return
     _abandon(args.get("invocation_id") or "", args["location"])
     try:
@@ -112,15 +116,13 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
         if args.get("skipped"):
             # --empty / --sample: the dataset is left as it is; the view reads it as it is
             read_sql = _dataset_view_sql(con, root, args["sql"])
-            row = (None, None, None, None, None, None, read_sql, args["skipped"], None, None)
-            row += (None, None)
-            _write_result(con, args["result"], row)
+            _write_result(con, args["result"], read_sql=read_sql, skipped=args["skipped"])
             return
     except ParquetMergeError as e:
-        _write_result(con, args["result"], (str(e), *[None] * 11))
+        _write_result(con, args["result"], error=str(e))
         return
     except duckdb.Error as e:
-        _write_result(con, args["result"], (f"{type(e).__name__}: {e}", *[None] * 11))
+        _write_result(con, args["result"], error=f"{type(e).__name__}: {e}")
         return
     try:
         options = {k: args[k] for k in PASSED if args.get(k) is not None}
@@ -139,21 +141,24 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
             **options,
         )
         s = report.stats
-        counts = (s["inserted"], s["updated"], s["deleted"], s["unchanged"], s["total"])
+        result = {k: s.get(k) for k in ("inserted", "updated", "deleted", "unchanged", "total",
+                                        "held_back")}
         if s.get("dry_run"):
             # nothing written: the model's view is left as it is
             report.pending.abort()
-            row = (None, *counts, None, None, None, None, s.get("held_back"), True)
+            result["dry_run"] = True
         else:
-            final_sql = q.read_dataset(report.root, report.hive_types or None, report.columns)
-            function = _register(con, args, report)
-            row = (None, *counts, _new_state_sql(report), None, final_sql, function)
-            row += (s.get("held_back"), False)
+            result.update(
+                read_sql=_new_state_sql(report),
+                final_sql=q.read_dataset(report.root, report.hive_types or None, report.columns),
+                publish=_register(con, args, report),
+                dry_run=False,
+            )
     except ParquetMergeError as e:
-        row = (str(e), *[None] * 11)
+        result = {"error": str(e)}
     except duckdb.Error as e:
-        row = (f"{type(e).__name__}: {e}", *[None] * 11)
-    _write_result(con, args["result"], row)
+        result = {"error": f"{type(e).__name__}: {e}"}
+    _write_result(con, args["result"], **result)
 
 
 def _checked_location(args: dict[str, Any]) -> Path:
@@ -282,8 +287,15 @@ def _abort_all() -> None:
         pending.abort()
 
 
-def _write_result(con: Any, name: str, row: tuple) -> None:
+def _write_result(con: Any, name: str, **fields: Any) -> None:
+    """The job's result (RESULT_COLUMNS; a field not given is NULL) as the temporary table
+    `name`."""
+    unknown = set(fields) - set(RESULT_COLUMNS)
+    if unknown:
+        raise ValueError(f"not a result column: {sorted(unknown)}")
     result = q.quote(name)
-    con.execute(f"create or replace temporary table {result} ({RESULT_COLUMNS})")
-    marks = ", ".join("?" for _ in row)
-    con.execute(f"insert into {result} values ({marks})", list(row))
+    columns = ", ".join(f"{c} {t}" for c, t in RESULT_COLUMNS.items())
+    con.execute(f"create or replace temporary table {result} ({columns})")
+    marks = ", ".join("?" for _ in RESULT_COLUMNS)
+    con.execute(f"insert into {result} values ({marks})",
+                [fields.get(c) for c in RESULT_COLUMNS])
