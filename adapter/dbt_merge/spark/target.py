@@ -114,7 +114,13 @@ def resolve_target(spark, name: str) -> Target:
     if found is not None and not listed(spark, found.namespace[-1] if found.namespace
                                         else database, found.name):
         # an Iceberg table dropped in this session is still found by the Catalog API, while SQL
-        # (SHOW TABLES, DESCRIBE, the merge) no longer sees it: it is gone
+        # (SHOW TABLES, DESCRIBE, the merge) no longer sees it: it is gone. Iceberg's catalog
+        # cache still holds it (a DROP through Spark's v1 command does not reach that cache),
+        # and a first build's CREATE, which never replaces, would find it there: invalidated
+        try:
+            spark.catalog.refreshTable(quoted)
+        except AnalysisException:
+            pass
         found = None
     if found is not None:
         relation = Relation(found.namespace[-1] if found.namespace else database, found.name)
