@@ -42,8 +42,10 @@
 {% endmacro %}
 
 {#- Spark: `show tables` finds it (not a temporary view of its name, which its qualified name
-    does not reach), `describe table extended` says whether it is a view and gives its columns.
-    Two statements, only for a model with merge_history_table. -#}
+    does not reach), `describe table extended` says whether it is a view and gives its columns
+    and their types: exactly the history row's (`versions` may be missing: it is added), each of
+    the type the row writes (a timestamp may be without time zone). Two statements, only for a
+    model with merge_history_table. -#}
 {% macro spark__check_history_table(name, target) %}
   {% set relation = dbt_merge._history_relation(name, target) %}
   {% set in_schema = relation.schema if relation.database is none else relation.database ~ '.' ~ relation.schema %}
@@ -58,6 +60,7 @@
   {% set said = "merge_history_table '" ~ name ~ "'" %}
   {% set described = dbt_merge.run_sql('describe table extended ' ~ relation, 'dbt_merge_history_check') %}
   {% set columns = [] %}
+  {% set types = {} %}
   {% set kind = [] %}
   {% set ns = namespace(in_columns=true) %}
   {% for row in described.rows %}
@@ -66,6 +69,7 @@
       {% set ns.in_columns = false %}
     {% elif ns.in_columns %}
       {% do columns.append(key) %}
+      {% do types.update({key | lower: (row[1] or '') | trim | lower}) %}
     {% elif key == 'Type' %}
       {% do kind.append((row[1] or '') | trim | upper) %}
     {% endif %}
@@ -85,6 +89,26 @@
         ~ missing | join(', ') ~ " (a history table has: " ~ dbt_merge._history_columns() | map('first') | join(', ')
         ~ "; it holds: " ~ columns | join(', ') ~ "). Name another table (created on first use), or drop or rename "
         ~ "this one. The target was not changed.") }}
+  {% endif %}
+  {#- the row's values as the INSERT writes them (Spark refuses a column of another type, a
+      varchar(n), a column the INSERT leaves out that cannot be NULL: after the commit) -#}
+  {% set expected = dict(dbt_merge._history_columns() + [('versions', 'bigint')]) %}
+  {% set accepted = {'string': ['string'], 'timestamp': ['timestamp', 'timestamp_ntz', 'timestamp_ltz'],
+                     'bigint': ['bigint']} %}
+  {% set wrong = [] %}
+  {% for column in columns %}
+    {% set wanted = expected.get(column | lower) %}
+    {% if wanted is none %}
+      {% do wrong.append(column ~ ' (no column of a history row)') %}
+    {% elif types[column | lower] not in accepted[wanted] %}
+      {% do wrong.append(column ~ ' ' ~ types[column | lower] ~ ' (the row writes ' ~ wanted ~ ')') %}
+    {% endif %}
+  {% endfor %}
+  {% if wrong %}
+    {{ dbt_merge.raise_merge_error(said ~ " (" ~ relation ~ ") is not a merge history table the row can be "
+        ~ "appended to: " ~ wrong | join(', ') ~ ". Spark would refuse the row after the merge has "
+        ~ "committed. Name another table (created on first use), or drop or rename this one. The target "
+        ~ "was not changed.") }}
   {% endif %}
 {% endmacro %}
 
