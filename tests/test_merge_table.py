@@ -959,3 +959,20 @@ def test_a_history_table_the_row_cannot_go_to_is_refused_first(setup, said):
         said in text and text.startswith("dbt_merge: table 't': ")), text
     assert text.endswith("The target was not changed."), text
     assert con.sql("select * from t").fetchall() == [(1, "a")]
+
+
+def test_a_history_table_named_like_the_target_but_for_a_letter_beyond_ascii():
+    """DuckDB folds only A-Z when it compares names: "Ä" and "ä" are two tables. The history
+    table "ä" of target "Ä" was refused as the target itself (the name compared with Python's
+    lower(); red team of 2026-11-29). "A" and "a" are one table: still refused."""
+    con = duckdb.connect()
+    con.execute('create table "Ä" (id int, v varchar)')
+    con.execute("""insert into "Ä" values (1, 'a')""")
+    result = merge_table(con, con.sql("select 1 as id, 'b' as v"), '"Ä"', key_columns="id",
+                         merge_history_table='"ä"')
+    assert (result.updated, result.total) == (1, 1)
+    assert con.sql('select strategy, updated from "ä"').fetchall() == [("upsert", 1)]
+    con.execute("create table A (id int, v varchar)")
+    with pytest.raises(MergeError, match="names the target itself"):
+        merge_table(con, con.sql("select 1 as id, 'b' as v"), "A", key_columns="id",
+                    merge_history_table="a")

@@ -179,13 +179,29 @@
   {% endif %}
   {#- the model's own table: its rows would be history rows (a first build would make the history
       table first, and the model could never build) -#}
-  {% set own = [target.database, target.schema, target.identifier] | map('string') | map('lower') | list %}
-  {% set named = wanted | map('string') | map('lower') | list %}
+  {% set own = [] %}
+  {% set named = [] %}
+  {% for part in [target.database, target.schema, target.identifier] %}
+    {% do own.append(dbt_merge._ascii_lower(part)) %}
+  {% endfor %}
+  {% for part in wanted %}
+    {% do named.append(dbt_merge._ascii_lower(part)) %}
+  {% endfor %}
   {% if named[1:] == own[1:] and (named[0] == own[0] or target.database is none or relation.database is none) %}
     {{ dbt_merge.raise_merge_error("merge_history_table '" ~ name ~ "' names the target itself, " ~ target
         ~ ": the history rows go to a table of their own. Name another table. The target was not changed.") }}
   {% endif %}
   {{ return(relation) }}
+{% endmacro %}
+
+{#- A name as the engines fold it to compare names: only A-Z to lower case (DuckDB's "Ä" and "ä"
+    are two tables; Spark's metastore names are ASCII). -#}
+{% macro _ascii_lower(name) %}
+  {% set folded = namespace(text=name | string) %}
+  {% for letter in 'ABCDEFGHIJKLMNOPQRSTUVWXYZ' if letter in folded.text %}
+    {% set folded.text = folded.text | replace(letter, letter | lower) %}
+  {% endfor %}
+  {{ return(folded.text) }}
 {% endmacro %}
 
 {#- The parts of a dotted name (quoted parts unquoted), or none when it is not one. `plain`: the

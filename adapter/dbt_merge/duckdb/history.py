@@ -26,6 +26,11 @@ def create_table(cursor: Any, create_sql: str, alter_sql: str | None = None) -> 
             cursor.execute(alter_sql)
 
 
+#: A name folded as DuckDB compares names: A-Z only ("Ä" and "ä" are two tables; lower() folds
+#: them both)
+_FOLD = "translate({}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+
+
 def check(
     query: Callable[[str, list], list[tuple]],
     relation: Any,
@@ -40,7 +45,8 @@ def check(
     where = [relation.database, relation.schema, relation.identifier]
     said = f"merge_history_table '{name}'"
     readonly = query(
-        "select readonly from duckdb_databases() where lower(database_name) = lower(?)",
+        f"select readonly from duckdb_databases() where {_FOLD.format('database_name')}"
+        f" = {_FOLD.format('?')}",
         where[:1],
     )
     if readonly and readonly[0][0]:
@@ -49,8 +55,8 @@ def check(
             "row could not be written. Attach it read-write, or leave merge_history_table out."
         )
     schemas = query(
-        "select 1 from duckdb_schemas() where lower(database_name) = lower(?)"
-        " and lower(schema_name) = lower(?)",
+        f"select 1 from duckdb_schemas() where {_FOLD.format('database_name')}"
+        f" = {_FOLD.format('?')} and {_FOLD.format('schema_name')} = {_FOLD.format('?')}",
         where[:2],
     )
     if not schemas:
@@ -60,8 +66,9 @@ def check(
             "history table in a schema that exists."
         )
     match = (
-        " where lower(database_name) = lower(?) and lower(schema_name) = lower(?)"
-        " and lower({name}) = lower(?)"
+        f" where {_FOLD.format('database_name')} = {_FOLD.format('?')}"
+        f" and {_FOLD.format('schema_name')} = {_FOLD.format('?')}"
+        f" and {_FOLD.format('{name}')} = {_FOLD.format('?')}"
     )
     views = query("select 1 from duckdb_views()" + match.format(name="view_name"), where)
     if views:
