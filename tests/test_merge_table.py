@@ -951,14 +951,15 @@ def test_a_history_table_the_row_cannot_go_to_is_refused_first(setup, said):
     con.execute("insert into t values (1, 'a')")
     con.execute(setup)
     name = "nowhere.h" if "schema" in said else "h"
-    with pytest.raises(MergeError) as error:
-        merge_table(con, con.sql("select 1 as id, 'b' as v"), "t", key_columns="id",
-                    merge_history_table=name)
-    text = str(error.value)
-    assert text.startswith(f"dbt_merge: table 't': {said}") or (
-        said in text and text.startswith("dbt_merge: table 't': ")), text
-    assert text.endswith("The target was not changed."), text
-    assert con.sql("select * from t").fetchall() == [(1, "a")]
+    for dry_run in (True, False):  # a dry run says what the merge would refuse
+        with pytest.raises(MergeError) as error:
+            merge_table(con, con.sql("select 1 as id, 'b' as v"), "t", key_columns="id",
+                        merge_history_table=name, dry_run=dry_run)
+        text = str(error.value)
+        assert text.startswith(f"dbt_merge: table 't': {said}") or (
+            said in text and text.startswith("dbt_merge: table 't': ")), text
+        assert text.endswith("The target was not changed."), text
+        assert con.sql("select * from t").fetchall() == [(1, "a")]
 
 
 def test_a_history_table_named_like_the_target_but_for_a_letter_beyond_ascii():

@@ -23,7 +23,8 @@
   {#-- a view the SELECT reads that the engine may read at an old definition: refused first --#}
   {% do dbt_merge.check_upstream_views(sql, cfg, existing if not rebuild else none) %}
   {#-- merge_history_table: a table the row can be appended to (Spark writes it after the commit) --#}
-  {% if cfg.history_table and not cfg.dry_run %}
+  {% if cfg.history_table %}
+    {#- a dry run too: it says what the run would refuse -#}
     {% do dbt_merge.check_history_table(cfg.history_table, target) %}
   {% endif %}
   {#-- the SELECT's columns against an enforced contract, on every run: before anything is

@@ -3,21 +3,21 @@
   sharing it only append to it (record_merge_history). DuckDB refuses two open transactions that
   both create the table (`Catalog write-write conflict`, on first use under --threads), so there
   the table is created by a dbt-duckdb Python job, on a cursor of its own, one thread at a time
-  (dbt_merge.duckdb.history), which first checks the table: one the row cannot go to (a view, a
+  (dbt_merge.duckdb.history), which first checks the table (create=false, a dry run: only that): one the row cannot go to (a view, a
   table lacking a history column, a read-only database) is refused before anything is written.
   Returns that job's code, which the materialization runs (dbt allows
   statement(language='python') only there), or none: the engine (Spark) checks the table in the
   flow (check_history_table) and creates it when the row is written.
 -#}
-{% macro merge_history_job(name, target) %}
-  {{ return(adapter.dispatch('merge_history_job', 'dbt_merge')(name, target)) }}
+{% macro merge_history_job(name, target, create=true) %}
+  {{ return(adapter.dispatch('merge_history_job', 'dbt_merge')(name, target, create)) }}
 {% endmacro %}
 
-{% macro default__merge_history_job(name, target) %}
+{% macro default__merge_history_job(name, target, create=true) %}
   {{ return(none) }}
 {% endmacro %}
 
-{% macro duckdb__merge_history_job(name, target) %}
+{% macro duckdb__merge_history_job(name, target, create=true) %}
   {% set relation = dbt_merge._history_relation(name, target) %}
   {#- a history merge (strategy='history') writes column `versions`, which tables made by
       releases before it lack: added here too, not in the merges' transactions (two would
@@ -50,8 +50,10 @@ def materialize(df, con):
                                          identifier={{ tojson(relation.identifier) }}),
                     {{ tojson(name) }}, {{ tojson(dbt_merge._history_columns() | map('first') | list) }},
                     {{ tojson(dbt_merge.merge_error_prefix()) }}, MergeError)
+{%- if create %}
     create_table(con, {{ tojson(dbt_merge._create_history_sql(relation)) }}{% if versions %},
                  {{ tojson(dbt_merge._history_add_versions_sql(relation)) }}{% endif %})
+{%- endif %}
   {% endset %}
   {{ return({'code': code, 'relation': relation}) }}
 {% endmacro %}

@@ -26,13 +26,16 @@
   {%- set rebuild = existing is none or existing.is_view or should_full_refresh() -%}
   {%- set grant_config = config.get('grants') -%}
 
-  {#-- merge_history_table: created before the merge's transaction begins, where the engine needs it
-       (statement(language='python') runs only here, in the materialization itself) --#}
-  {%- set history_job = dbt_merge.merge_history_job(cfg.history_table, target)
-                        if cfg.history_table and not cfg.dry_run else none -%}
+  {#-- merge_history_table: checked (a dry run too: it says what the run would refuse) and created
+       before the merge's transaction begins, where the engine needs it (statement(language='python')
+       runs only here, in the materialization itself) --#}
+  {%- set history_job = dbt_merge.merge_history_job(cfg.history_table, target, create=not cfg.dry_run)
+                        if cfg.history_table else none -%}
   {%- if history_job is not none -%}
     {%- call statement('dbt_merge_history', language='python') -%}{{ history_job.code }}{%- endcall -%}
-    {%- do adapter.cache_added(history_job.relation) -%}
+    {%- if not cfg.dry_run -%}
+      {%- do adapter.cache_added(history_job.relation) -%}
+    {%- endif -%}
   {%- endif %}
 
   {{ run_hooks(pre_hooks, inside_transaction=False) }}

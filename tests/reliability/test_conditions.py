@@ -234,6 +234,12 @@ def test_a_history_table_the_row_cannot_go_to_is_refused_before_the_merge(db, tm
                "using iceberg")
         said = "merge_history_table 'h' ("
     cfg = {"schema": s, "unique_key": "id", "merge_history_table": "h"}
+    if kind == "a view":
+        # a dry run says what the run would refuse (it reported success before)
+        dry = project(db, tmp_path / "dry", "hist_kind_dry",
+                      {"hk_model": ({**cfg, "dry_run": True}, customers((1, "'b'", DAY2)))})
+        error = " ".join(dbt(db, dry, "run").error("hk_model").split())
+        assert f"dbt_merge: model 'hk_model': {said}" in error, error
     root = project(db, tmp_path, "hist_kind", {"hk_model": (cfg, customers((1, "'b'", DAY2)))})
     run = dbt(db, root, "run")
     error = " ".join(run.error("hk_model").split())

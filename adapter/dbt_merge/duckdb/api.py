@@ -106,9 +106,11 @@ def merge_table(
                 select = reader.sql_query()
             if runner.in_transaction():
                 raise ConnectionInUse("the connection has a transaction open", "open")
-            if cfg.get("history_table") and not cfg.get("dry_run"):
+            if cfg.get("history_table"):
+                # checked on a dry run too (it says what the merge would refuse), not created
                 _create_history_table(connection, macros, cfg["history_table"], this, prefix,
-                                      versions=cfg.get("strategy") == "history")
+                                      versions=cfg.get("strategy") == "history",
+                                      create=not cfg.get("dry_run"))
             runner.begin()
             began = True
             try:
@@ -132,7 +134,7 @@ def merge_table(
 
 def _create_history_table(
     connection: Any, macros: MacroContext, name: str, this: Any, prefix: str,
-    versions: bool = False,
+    versions: bool = False, create: bool = True,
 ) -> None:
     """merge_history_table, checked (a table the row can be appended to: refused before anything
     is written otherwise) and created if missing before the merge's transaction begins, on a
@@ -144,6 +146,8 @@ def _create_history_table(
     cursor = connection.cursor()
     try:
         refuse_unusable(cursor, relation, name, columns, prefix, MergeError)
+        if not create:
+            return
         try:
             create_table(cursor, macros.get("_create_history_sql")(relation),
                          macros.get("_history_add_versions_sql")(relation) if versions else None)
