@@ -18,11 +18,11 @@
       "cast('" ~ started_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)",
       "cast('" ~ finished_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)",
       stats.inserted, stats.updated, stats.deleted, stats.unchanged,
-      stats.held_back if stats.held_back is defined else 'null', stats.total] %}
+      stats.held_back if stats.held_back is defined else 'cast(null as bigint)', stats.total] %}
   {% set columns = dbt_merge._history_columns() | map('first') | list %}
   {% if dbt_merge._history_writes_versions(relation, stats) %}
     {% do columns.append('versions') %}
-    {% do values.append(stats.versions if stats.versions is defined else 'null') %}
+    {% do values.append(stats.versions if stats.versions is defined else 'cast(null as bigint)') %}
   {% endif %}
   {% do dbt_merge.run_statement('insert into ' ~ relation ~ ' (' ~ dbt_merge.column_list(columns)
       ~ ') values (' ~ values | join(', ') ~ ')', 'dbt_merge_history') %}
@@ -72,6 +72,8 @@
       {% do types.update({key | lower: (row[1] or '') | trim | lower}) %}
     {% elif key == 'Type' %}
       {% do kind.append((row[1] or '') | trim | upper) %}
+    {% elif key == 'Provider' %}
+      {% do kind.append('PROVIDER ' ~ (row[1] or '') | trim | upper) %}
     {% endif %}
   {% endfor %}
   {% if 'VIEW' in kind %}
@@ -104,6 +106,17 @@
       {% do wrong.append(column ~ ' ' ~ types[column | lower] ~ ' (the row writes ' ~ wanted ~ ')') %}
     {% endif %}
   {% endfor %}
+  {#- an Iceberg column may be required (NOT NULL), which DESCRIBE does not say: the row leaves
+      held_back and versions NULL where they do not apply (one statement more, Iceberg only) -#}
+  {% if 'PROVIDER ICEBERG' in kind %}
+    {% set created = dbt_merge.run_sql('show create table ' ~ relation, 'dbt_merge_history_check').rows[0][0] | string %}
+    {% for line in created.split('\n') %}
+      {% set required = modules.re.match('\\s*`?([A-Za-z0-9_]+)`?\\s.*\\bNOT NULL\\b', line, modules.re.I) %}
+      {% if required and (required.group(1) | lower) in ['held_back', 'versions'] %}
+        {% do wrong.append(required.group(1) ~ ' NOT NULL (the row leaves it NULL where it does not apply)') %}
+      {% endif %}
+    {% endfor %}
+  {% endif %}
   {% if wrong %}
     {{ dbt_merge.raise_merge_error(said ~ " (" ~ relation ~ ") is not a merge history table the row can be "
         ~ "appended to: " ~ wrong | join(', ') ~ ". Spark would refuse the row after the merge has "

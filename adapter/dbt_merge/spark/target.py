@@ -95,8 +95,18 @@ def resolve_target(spark, name: str) -> Target:
     database = rest[0] if len(rest) == 2 else spark.catalog.currentDatabase()
     identifier = rest[-1]
 
-    # the object the name resolves to, as SQL would resolve it (a temporary view first)
+    # the object the name resolves to, as SQL would resolve it (a temporary view first), after
+    # Iceberg's catalog cache has forgotten what this session dropped: a DROP through Spark's v1
+    # command does not reach that cache, which then still gives the dropped table (to the
+    # Catalog API, to a plain CREATE, and to the user's own reads) where there is none now, or a
+    # view made since. Its keys are the names as written: the metastore's (lower case) too.
+    # The flow refreshes the target anyway before it reads it (reload_table).
     quoted = ".".join(quote(p) for p in parts)
+    for written in dict.fromkeys([quoted, quoted.lower()]):
+        try:
+            spark.catalog.refreshTable(written)
+        except AnalysisException:
+            pass
     try:
         found = spark.catalog.getTable(quoted)
     except AnalysisException:
@@ -113,14 +123,8 @@ def resolve_target(spark, name: str) -> Target:
                "drop the view first if a table should replace it.")
     if found is not None and not listed(spark, found.namespace[-1] if found.namespace
                                         else database, found.name):
-        # an Iceberg table dropped in this session is still found by the Catalog API, while SQL
-        # (SHOW TABLES, DESCRIBE, the merge) no longer sees it: it is gone. Iceberg's catalog
-        # cache still holds it (a DROP through Spark's v1 command does not reach that cache),
-        # and a first build's CREATE, which never replaces, would find it there: invalidated
-        try:
-            spark.catalog.refreshTable(quoted)
-        except AnalysisException:
-            pass
+        # a table the Catalog API finds that SQL (SHOW TABLES, DESCRIBE, the merge) does not:
+        # gone (an Iceberg table dropped in this session, if the refresh above missed it)
         found = None
     if found is not None:
         relation = Relation(found.namespace[-1] if found.namespace else database, found.name)
