@@ -292,6 +292,13 @@ class SparkEngine(Engine):
 
     def drop(self, schema: str, table: str) -> None:
         self.spark.sql(f"drop table if exists {schema}.{table}")
+        # the DROP (Spark's v1 command, spark.sql.legacy.useV1Command) leaves the table in the
+        # session's Iceberg catalog cache, which dbt's session method shares: a first build's
+        # CREATE, which never replaces, would find it there (TABLE_OR_VIEW_ALREADY_EXISTS)
+        try:
+            self.spark.catalog.refreshTable(f"{schema}.{table}")
+        except Exception:  # noqa: BLE001 - not in that cache: nothing to forget
+            pass
 
     def exists(self, schema: str, table: str) -> bool:
         return spark_exists(self.spark, schema, table)

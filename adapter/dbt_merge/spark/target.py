@@ -105,8 +105,8 @@ def resolve_target(spark, name: str) -> Target:
     for written in dict.fromkeys([quoted, quoted.lower()]):
         try:
             spark.catalog.refreshTable(written)
-        except AnalysisException:
-            pass
+        except Exception:  # noqa: BLE001 - no such table (AnalysisException), or a name Spark's
+            pass  # v1 catalog cannot refresh (a raw NoSuchElementException): nothing to forget
     try:
         found = spark.catalog.getTable(quoted)
     except AnalysisException:
