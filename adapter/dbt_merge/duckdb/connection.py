@@ -246,4 +246,20 @@ class DuckDBRunner:
         if isinstance(error, duckdb.InvalidInputException) and _GUARD in text:
             return ConnectionInUse("another call ended the merge's transaction (a COMMIT or "
                                    "ROLLBACK)")
+        if self._transaction is not None and self._transaction_ended():
+            # a query sent with nothing pending carries no guard: another thread's ROLLBACK
+            # (of the abort its own failed BEGIN caused) ended the merge's transaction, and the
+            # query then ran outside it, where the work relations are gone ("Table with name
+            # t__dbt_merge_..._cnv does not exist")
+            return ConnectionInUse("another call ended the merge's transaction (a COMMIT or "
+                                   "ROLLBACK)")
         return error
+
+    def _transaction_ended(self) -> bool:
+        """Whether the connection is no longer in the merge's transaction (False when that
+        cannot be told: the connection busy or its transaction aborted)."""
+        try:
+            now = self.con.sql("select current_transaction_id()").fetchall()[0][0]
+        except duckdb.Error:
+            return False
+        return now != self._transaction
