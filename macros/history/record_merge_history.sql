@@ -42,10 +42,10 @@
 {% endmacro %}
 
 {#- Spark: `show tables` finds it (not a temporary view of its name, which its qualified name
-    does not reach), `describe table extended` says whether it is a view and gives its columns
-    and their types: exactly the history row's (`versions` may be missing: it is added), each of
-    the type the row writes (a timestamp may be without time zone). Two statements, only for a
-    model with merge_history_table. -#}
+    does not reach), `describe table extended` (table_storage) says whether it is a view and
+    gives its columns and their types: exactly the history row's (`versions` may be missing: it
+    is added), each of the type the row writes (a timestamp may be without time zone). Two
+    statements, only for a model with merge_history_table. -#}
 {% macro spark__check_history_table(name, target) %}
   {% set relation = dbt_merge._history_relation(name, target) %}
   {% set in_schema = relation.schema if relation.database is none else relation.database ~ '.' ~ relation.schema %}
@@ -58,25 +58,10 @@
     {{ return(none) }}
   {% endif %}
   {% set said = "merge_history_table '" ~ name ~ "'" %}
-  {% set described = dbt_merge.run_sql('describe table extended ' ~ relation, 'dbt_merge_history_check') %}
-  {% set columns = [] %}
-  {% set types = {} %}
-  {% set kind = [] %}
-  {% set ns = namespace(in_columns=true) %}
-  {% for row in described.rows %}
-    {% set key = (row[0] or '') | trim %}
-    {% if key == '' or key.startswith('#') %}
-      {% set ns.in_columns = false %}
-    {% elif ns.in_columns %}
-      {% do columns.append(key) %}
-      {% do types.update({key | lower: (row[1] or '') | trim | lower}) %}
-    {% elif key == 'Type' %}
-      {% do kind.append((row[1] or '') | trim | upper) %}
-    {% elif key == 'Provider' %}
-      {% do kind.append('PROVIDER ' ~ (row[1] or '') | trim | upper) %}
-    {% endif %}
-  {% endfor %}
-  {% if 'VIEW' in kind %}
+  {% set storage = dbt_merge.table_storage(relation) %}
+  {% set columns = storage.columns %}
+  {% set types = storage.types %}
+  {% if storage.kind == 'VIEW' %}
     {{ dbt_merge.raise_merge_error(said ~ " names a view (" ~ relation ~ "), not a table: the merge appends one "
         ~ "row per merge to a table, created on first use. Name another table, or drop the view. The target was "
         ~ "not changed.") }}
@@ -108,7 +93,7 @@
   {% endfor %}
   {#- an Iceberg column may be required (NOT NULL), which DESCRIBE does not say: the row leaves
       held_back and versions NULL where they do not apply (one statement more, Iceberg only) -#}
-  {% if 'PROVIDER ICEBERG' in kind %}
+  {% if storage.provider == 'iceberg' %}
     {% set created = dbt_merge.run_sql('show create table ' ~ relation, 'dbt_merge_history_check').rows[0][0] | string %}
     {% for line in created.split('\n') %}
       {% set required = modules.re.match('\\s*`?([A-Za-z0-9_]+)`?\\s.*\\bNOT NULL\\b', line, modules.re.I) %}

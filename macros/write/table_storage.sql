@@ -5,6 +5,9 @@
     format        the files' format: the provider, or for a Hive table its input format
                   (parquet, orc, text, sequencefile, avro, rcfile, or the class name)
     columns       the table's columns in its own order (partition columns last)
+    types         each column's type, both lower case ({name: type})
+    kind          the catalog's type of the relation, upper case (VIEW, MANAGED, EXTERNAL; ''
+                  where it gives none)
     partition_by  the partition columns, in partition order ([] when not partitioned; Iceberg's
                   partition transforms are not listed: MERGE INTO handles them)
     partitioned   whether the table has partitions, by columns or by transforms
@@ -30,6 +33,7 @@
 {% macro spark__table_storage(relation) %}
   {% set rows = dbt_merge.run_sql('describe table extended ' ~ relation, 'dbt_merge_describe').rows %}
   {% set columns = [] %}
+  {% set types = {} %}
   {% set partition_by = [] %}
   {% set meta = {} %}
   {% set state = namespace(section='columns', format='', transforms=0) %}
@@ -51,6 +55,7 @@
       {% set state.transforms = state.transforms + 1 %}
     {% elif state.section == 'columns' %}
       {% do columns.append(row[0]) %}
+      {% do types.update({name | lower: (row[1] or '') | trim | lower}) %}
     {% elif state.section == 'partitions' %}
       {% do partition_by.append(row[0]) %}
     {% elif state.section == 'details' %}
@@ -77,7 +82,8 @@
   {% set properties = meta.get('Table Properties', '') | replace(' ', '') %}
   {% set merge_on_read = provider == 'iceberg' and ('write.merge.mode=merge-on-read' in properties) %}
   {% set version = modules.re.search('(^|[\\[,])format-version=([0-9]+)', properties) %}
-  {{ return({'provider': provider, 'format': format, 'columns': columns, 'partition_by': partition_by,
+  {{ return({'provider': provider, 'format': format, 'columns': columns, 'types': types,
+             'kind': meta.get('Type', '') | upper, 'partition_by': partition_by,
              'partitioned': partition_by | length > 0 or state.transforms > 0, 'write': write,
              'merge_on_read': merge_on_read,
              'format_version': (version.group(2) | int) if provider == 'iceberg' and version else none}) }}
