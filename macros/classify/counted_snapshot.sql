@@ -9,18 +9,27 @@
   true for the last, whose write is then guarded on the table still having no commit (another
   writer's first commit after the counts would otherwise be unseen).
 -#}
-{% macro counted_snapshot(relation) %}
-  {{ return(adapter.dispatch('counted_snapshot', 'dbt_merge')(relation)) }}
+{% macro counted_snapshot(relation, storage=none, properties=none) %}
+  {{ return(adapter.dispatch('counted_snapshot', 'dbt_merge')(relation, storage, properties)) }}
 {% endmacro %}
 
-{% macro default__counted_snapshot(relation) %}
+{% macro default__counted_snapshot(relation, storage=none, properties=none) %}
   {{ return({'snapshot': none, 'no_commit_yet': false}) }}
 {% endmacro %}
 
 {#- Spark: one metadata statement (no Spark job); a parquet or Hive table has no such property,
-    an Iceberg table before its first commit has it as `none`. -#}
-{% macro spark__counted_snapshot(relation) %}
-  {% set value = dbt_merge._snapshot_property(relation) %}
+    an Iceberg table before its first commit has it as `none`. `storage` (table_storage of the
+    run, when known): a table whose provider is not Iceberg has no snapshot to read, and costs no
+    statement (its write, a partition overwrite, takes no snapshot guard; the provider also
+    chose that write). `properties`: the table's properties as the run read them with its
+    columns after reloading it (described_target), when it could: the same state, no statement;
+    a value that is not a snapshot id (redacted, say) is asked for again. -#}
+{% macro spark__counted_snapshot(relation, storage=none, properties=none) %}
+  {% if storage and storage.provider and storage.provider != 'iceberg' %}
+    {{ return({'snapshot': none, 'no_commit_yet': false}) }}
+  {% endif %}
+  {% set listed = (properties or {}).get('current-snapshot-id') or '' %}
+  {% set value = listed if modules.re.match('^(-?[0-9]+|none)$', listed) else dbt_merge._snapshot_property(relation) %}
   {{ return({'snapshot': dbt_merge._snapshot_id(value), 'no_commit_yet': value in ['None', 'none']}) }}
 {% endmacro %}
 

@@ -55,7 +55,9 @@
     {#- the soft-delete columns the SELECT lacks are columns it brings (build_merge_plan adds
         them): added to a table without them, kept as they are in a table with them -#}
     {% do dbt_merge.reload_table(existing) %}
-    {% set target_columns = dbt_merge.relation_columns(existing) %}
+    {#- its columns, and on Spark an Iceberg table's properties, in one read -#}
+    {% set described = dbt_merge.described_target(existing) %}
+    {% set target_columns = described.columns %}
     {% set target_names = target_columns | map(attribute='name') | list %}
     {% set brought = source_columns | list %}
     {% for extra in dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list) %}
@@ -71,6 +73,8 @@
     {% set schema = dbt_merge.plan_schema_changes(cfg.on_schema_change, target, brought, target_columns) %}
   {% endif %}
   {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_columns, schema, staged['session']) %}
+  {#- the table's properties as read with its columns (counted_snapshot, merge_on_branch), or none -#}
+  {% do plan.update({'target_properties': described.properties if not rebuild else none}) %}
   {% if plan.history %}
     {#- one time for every version this run opens or closes by the clock -#}
     {% do plan.history.update({'run_time': dbt_merge.history_run_time()}) %}
@@ -150,7 +154,7 @@
     {% set stats = {'skipped': skipped} %}
   {% elif plan.history %}
     {#-- a history table: its checks, classes, counts and write (macros/*/..history..) --#}
-    {% do plan.update(dbt_merge.counted_snapshot(plan.target)) %}
+    {% do plan.update(dbt_merge.counted_snapshot(plan.target, plan.target_storage, plan.target_properties)) %}
     {% set target_state = dbt_merge.check_history_target(plan) %}
     {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_history_sql(plan, target_state), pin='stage') %}
     {% do work_relations.insert(0, [plan.changes, true]) %}
@@ -169,10 +173,15 @@
     {% set stats = dbt_merge.merge_on_branch(plan) if dbt_merge.commit_counts_applies(plan, cfg) else none %}
     {% if stats is none %}
       {#-- the table state counted, checked and written: the write refuses a table that changed since --#}
-      {% do plan.update(dbt_merge.counted_snapshot(plan.target)) %}
+      {% do plan.update(dbt_merge.counted_snapshot(plan.target, plan.target_storage, plan.target_properties)) %}
       {% set keep_changes = dbt_merge.materialize_changes(plan) %}
-      {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan), materialize=keep_changes, pin='stage') %}
-      {% do work_relations.insert(0, [plan.changes, keep_changes]) %}
+      {% if not keep_changes and dbt_merge.inline_changes(plan) %}
+        {#- read as a subquery by the count and the write: no view to make and drop -#}
+        {% do plan.update({'changes': '(' ~ dbt_merge.classify_changes_sql(plan) ~ ')'}) %}
+      {% else %}
+        {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_changes_sql(plan), materialize=keep_changes, pin='stage') %}
+        {% do work_relations.insert(0, [plan.changes, keep_changes]) %}
+      {% endif %}
       {% set stats = dbt_merge.count_changes(plan) %}
       {% do dbt_merge.check_merge_counts(plan, stats) %}
       {% if cfg.dry_run %}

@@ -70,10 +70,18 @@
     setting when the cache statement runs, not when the cache fills, so it is set for that
     statement only and put back to the session's value (a merge in another thread of the
     session caching meanwhile gets one setting or the other, and two such merges may leave it
-    false: only the memory a cache takes differs, never what it holds). -#}
-{% macro cache_lazy(relation, name='dbt_merge') %}
-  {% do dbt_merge.run_with_settings('cache lazy table ' ~ relation,
-                                    {'spark.sql.inMemoryColumnarStorage.compressed': 'false'}, name) %}
+    false: only the memory a cache takes differs, never what it holds). `bytes`: an upper bound
+    of the relation's size when known (rows * columns * 8), from which the rule of
+    _uncompressed_cache_bytes applies. -#}
+{% macro cache_lazy(relation, name='dbt_merge', bytes=none) %}
+  {% if bytes is not none and bytes < dbt_merge._uncompressed_cache_bytes() %}
+    {#- small (the estimate's rule as stage_select's): cached as the session compresses caches,
+        which costs less than the three statements around the setting -#}
+    {% do dbt_merge.run_statement('cache lazy table ' ~ relation, name) %}
+  {% else %}
+    {% do dbt_merge.run_with_settings('cache lazy table ' ~ relation,
+                                      {'spark.sql.inMemoryColumnarStorage.compressed': 'false'}, name) %}
+  {% endif %}
 {% endmacro %}
 
 {#- Spark: run one statement with session `settings` ({key: value}) and put each key back to the
@@ -109,6 +117,24 @@
    1.1 s to cache it plus 0.3 s to count (2M-row Iceberg target, 200k-row source, warm JVM). #}
 {% macro spark__materialize_changes(plan) %}
   {{ return(not plan.writes_source_rows) }}
+{% endmacro %}
+
+{#- Whether the changes are better written into the statements that read them, as a subquery,
+    than made a view: a view that is not materialized is read as its SQL would be (the views made
+    from the stage read only the pinned, cached stage and the target, whose commits since the
+    count the write refuses: snapshot_guard_sql), and costs two statements (create, drop). -#}
+{% macro inline_changes(plan) %}
+  {{ return(adapter.dispatch('inline_changes', 'dbt_merge')(plan)) }}
+{% endmacro %}
+
+{% macro default__inline_changes(plan) %}
+  {{ return(false) }}
+{% endmacro %}
+
+{#- Spark: the narrow changes of a MERGE INTO (read by the count and once by the MERGE); not those
+    of a partition overwrite, which caches them by name (overwrite_partitions). -#}
+{% macro spark__inline_changes(plan) %}
+  {{ return(plan.writes_source_rows and (plan.target_storage or {}).get('write') == 'merge') }}
 {% endmacro %}
 
 {#-
@@ -197,6 +223,14 @@
     {% if cached_target %}
       {% do dbt_merge._refuse_cached_target(target, cached_target) %}
     {% endif %}
+  {% endif %}
+  {% if target is not none %}
+    {#- the copies failed runs left (finish_interrupted_write does not look for them on every run
+        of a table MERGE INTO writes) -#}
+    {% set copy_prefix = (target.identifier ~ '__dbt_merge_s_') | lower %}
+    {% for work in dbt_merge._leftover_work_tables(target) if (work.relation.identifier | lower).startswith(copy_prefix) %}
+      {% do dbt_merge.run_statement('drop table if exists ' ~ work.relation, 'dbt_merge_leftovers') %}
+    {% endfor %}
   {% endif %}
   {% set copy = this.incorporate(path={'identifier': this.identifier ~ '__dbt_merge_s_' ~ invocation_id | replace('-', '')},
                                  type='table') %}

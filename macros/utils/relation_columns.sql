@@ -27,3 +27,68 @@
   {% endfor %}
   {{ return(columns) }}
 {% endmacro %}
+
+{#- The table a merge writes, as the run reads it once it reloaded it (reload_table):
+    {columns: relation_columns' list, properties: {name: value} of an Iceberg table's properties
+    (its current snapshot's id among them), or none where they are not read with the columns}. -#}
+{% macro described_target(relation) %}
+  {{ return(adapter.dispatch('described_target', 'dbt_merge')(relation)) }}
+{% endmacro %}
+
+{% macro default__described_target(relation) %}
+  {{ return({'columns': dbt_merge.relation_columns(relation), 'properties': none}) }}
+{% endmacro %}
+
+{# Spark: `describe table extended`, one statement for the columns (as relation_columns reads
+   them: the first section, ended by the first row without a type) and, for an Iceberg table,
+   its properties (the 'Table Properties' row of the details section, parsed by
+   _listed_properties; none when that text cannot be read exactly, and the readers ask with
+   SHOW TBLPROPERTIES instead). #}
+{% macro spark__described_target(relation) %}
+  {% set columns = [] %}
+  {% set meta = {} %}
+  {% set state = namespace(section='columns') %}
+  {% for row in dbt_merge.run_sql('describe table extended ' ~ relation, 'dbt_merge_describe').rows %}
+    {% set name = row[0] or '' %}
+    {% set type = (row[1] or '') | trim %}
+    {% if state.section == 'columns' and not type %}
+      {% set state.section = 'other' %}
+    {% elif state.section == 'columns' %}
+      {% if name not in ['_hoodie_commit_time', '_hoodie_commit_seqno', '_hoodie_record_key',
+                         '_hoodie_partition_path', '_hoodie_file_name'] %}
+        {% do columns.append(api.Column.create(name, row[1])) %}
+      {% endif %}
+    {% elif name | trim == '# Detailed Table Information' and not type %}
+      {% set state.section = 'details' %}
+    {% elif state.section == 'details' and name not in meta %}
+      {% do meta.update({name: row[1] or ''}) %}
+    {% endif %}
+  {% endfor %}
+  {% set properties = dbt_merge._listed_properties(meta.get('Table Properties'))
+                      if (meta.get('Provider') or '') | trim | lower == 'iceberg' else none %}
+  {{ return({'columns': columns, 'properties': properties}) }}
+{% endmacro %}
+
+{#- Spark's listing of a table's properties in DESCRIBE TABLE EXTENDED, '[k=v,k=v]' (sorted by
+    name), as {k: v}; none when it cannot be read back exactly: a value (or a name) holding a
+    comma or a bracket makes the listing ambiguous (one property's value could read as another
+    property, e.g. 'x'='1,current-snapshot-id=5'), so any piece without '=', any name listed twice,
+    or an Iceberg table's listing without its snapshot id gives none. -#}
+{% macro _listed_properties(text) %}
+  {% set text = (text or '') | trim %}
+  {% if not (text.startswith('[') and text.endswith(']')) %}
+    {{ return(none) }}
+  {% endif %}
+  {% set inner = text[1:-1] %}
+  {% if '[' in inner or ']' in inner %}
+    {{ return(none) }}
+  {% endif %}
+  {% set properties = {} %}
+  {% for piece in (inner.split(',') if inner else []) %}
+    {% if '=' not in piece or piece.split('=')[0] in properties %}
+      {{ return(none) }}
+    {% endif %}
+    {% do properties.update({piece.split('=')[0]: piece[piece.split('=')[0] | length + 1:]}) %}
+  {% endfor %}
+  {{ return(properties if 'current-snapshot-id' in properties else none) }}
+{% endmacro %}

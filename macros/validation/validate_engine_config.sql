@@ -37,5 +37,5 @@
     {% do dbt_merge._history_relation(cfg.history_table, this) %}
   {% endif %}
   {% do dbt_merge.check_table_format(config.get('file_format') or 'parquet', cfg) %}
-  {% do dbt_merge.finish_interrupted_write(load_cached_relation(this), dry_run=cfg.dry_run) %}
+  {% do dbt_merge.finish_interrupted_write(load_cached_relation(this), dry_run=cfg.dry_run, storage=cfg.get('target_storage')) %}
 {% endmacro %}

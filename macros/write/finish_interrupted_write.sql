@@ -17,24 +17,32 @@
   leaves leftovers where they are, and refuses when a write is unfinished (its counts would be of
   a table missing the rows that write holds).
 -#}
-{% macro finish_interrupted_write(existing, dry_run=false) %}
-  {{ return(adapter.dispatch('finish_interrupted_write', 'dbt_merge')(existing, dry_run)) }}
+{% macro finish_interrupted_write(existing, dry_run=false, storage=none) %}
+  {{ return(adapter.dispatch('finish_interrupted_write', 'dbt_merge')(existing, dry_run, storage)) }}
 {% endmacro %}
 
 {# Other engines write in one transaction or commit: there is never a write to finish. #}
-{% macro default__finish_interrupted_write(existing, dry_run) %}
+{% macro default__finish_interrupted_write(existing, dry_run, storage=none) %}
 {% endmacro %}
 
-{% macro spark__finish_interrupted_write(existing, dry_run) %}
+{#- Spark. `storage`: table_storage(existing) when the run read it already. A table the merge
+    writes with MERGE INTO (Iceberg, Delta) has no write to finish (it commits once), so its
+    leftovers are not looked for on every run (one statement): the copies of a non-deterministic
+    SELECT a failed run left are dropped by the next run that makes one (stage_select), and a
+    table rebuilt from a parquet one drops its leftovers once it is built (rebuild_target). -#}
+{% macro spark__finish_interrupted_write(existing, dry_run, storage=none) %}
   {% if existing is none or existing.is_view or should_full_refresh() %}
     {#- nothing to finish: the table is built anew, and its leftovers dropped once it is -#}
+    {{ return(none) }}
+  {% endif %}
+  {% if storage and storage.write == 'merge' %}
     {{ return(none) }}
   {% endif %}
   {% set leftovers = dbt_merge._leftover_work_tables(existing) %}
   {% if not leftovers %}
     {{ return(none) }}
   {% endif %}
-  {% set storage = dbt_merge.table_storage(existing) %}
+  {% set storage = storage or dbt_merge.table_storage(existing) %}
   {% set unfinished = leftovers | selectattr('ready') | list if storage.write == 'overwrite' else [] %}
   {% if dry_run %}
     {% if unfinished %}

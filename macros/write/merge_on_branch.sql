@@ -111,9 +111,15 @@
   {#- one statement for what the table says of itself: its snapshot, its format, the package's
       record of its keys, whether it stages writes (WAP) -#}
   {% set properties = {} %}
-  {% for row in dbt_merge.run_sql('show tblproperties ' ~ plan.target, 'dbt_merge_describe').rows %}
-    {% do properties.update({row[0]: row[1] | string}) %}
-  {% endfor %}
+  {% if plan.get('target_properties') is not none
+        and modules.re.match('^-?[0-9]+$', plan.target_properties.get('current-snapshot-id') or '') %}
+    {#- as read with the table's columns once the run reloaded it (described_target) -#}
+    {% do properties.update(plan.target_properties) %}
+  {% else %}
+    {% for row in dbt_merge.run_sql('show tblproperties ' ~ plan.target, 'dbt_merge_describe').rows %}
+      {% do properties.update({row[0]: row[1] | string}) %}
+    {% endfor %}
+  {% endif %}
   {% set pinned = properties.get('current-snapshot-id') %}
   {% if not pinned or not modules.re.match('^-?[0-9]+$', pinned) %}
     {{ return(none) }}

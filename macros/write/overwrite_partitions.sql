@@ -43,7 +43,11 @@
     {#- the narrow changes are a view joining the source with the target (not materialized for
         MERGE INTO, which reads them at most once); the statements below read them up to five
         times, all before the target is written -#}
-    {% do dbt_merge.cache_lazy(plan.changes, 'dbt_merge_work_table') %}
+    {#- at most a row per source row (counted by the source check) when no target-only row is
+        among them (full_merge's are) -#}
+    {% set bound = none if plan.get('source_rows') is none or plan.actions.target_only != 'keep'
+                   else (plan.source_rows | int) * ((storage.columns | length) + 1) * 8 %}
+    {% do dbt_merge.cache_lazy(plan.changes, 'dbt_merge_work_table', bound) %}
   {% endif %}
   {#- INSERT, not CREATE TABLE AS: the rows written get the target's column types with INSERT's
       checks (as MERGE INTO would), e.g. a string that is not a number fails here, before the
