@@ -30,13 +30,13 @@
   {% endif %}
   {% set listed = (properties or {}).get('current-snapshot-id') or '' %}
   {% set value = listed if modules.re.match('^(-?[0-9]+|none)$', listed) else dbt_merge._snapshot_property(relation) %}
-  {{ return({'snapshot': dbt_merge._snapshot_id(value), 'no_commit_yet': value in ['None', 'none']}) }}
+  {{ return({'snapshot': dbt_merge._snapshot_id(value, relation), 'no_commit_yet': value in ['None', 'none']}) }}
 {% endmacro %}
 
 {#- The id (text) of an Iceberg table's current snapshot as this session sees it, or none before
     its first commit or for a table without snapshots. -#}
 {% macro _current_snapshot(relation) %}
-  {{ return(dbt_merge._snapshot_id(dbt_merge._snapshot_property(relation))) }}
+  {{ return(dbt_merge._snapshot_id(dbt_merge._snapshot_property(relation), relation)) }}
 {% endmacro %}
 
 {#- The table's current-snapshot-id property as SHOW TBLPROPERTIES gives it (text: the result's
@@ -46,6 +46,20 @@
                               'dbt_merge_describe').rows[0][1] | string) }}
 {% endmacro %}
 
-{% macro _snapshot_id(value) %}
-  {{ return(none if value in ['None', 'none'] or 'does not have property' in value else value) }}
+{#- The snapshot id in the property's text, none before the first commit or without snapshots.
+    Any other text (Spark shows a property redacted, '*********(redacted)', when its name or value
+    matches spark.sql.redaction.options.regex) is refused before anything is written: the write's
+    guard compares the table's snapshot with it (a raw PARSE_SYNTAX_ERROR before). -#}
+{% macro _snapshot_id(value, relation) %}
+  {% if value in ['None', 'none'] or 'does not have property' in value %}
+    {{ return(none) }}
+  {% endif %}
+  {% if not modules.re.match('^-?[0-9]+$', value) %}
+    {{ dbt_merge.raise_merge_error("cannot read the current snapshot of " ~ relation ~ ": Spark shows its "
+        ~ "current-snapshot-id property as '" ~ value ~ "' (spark.sql.redaction.options.regex redacts a table "
+        ~ "property whose name or value it matches), and the write must be guarded by that id. Set "
+        ~ "spark.sql.redaction.options.regex so that it matches neither current-snapshot-id nor the "
+        ~ "table's snapshot ids, then run the merge again. The target was not changed.") }}
+  {% endif %}
+  {{ return(value) }}
 {% endmacro %}
