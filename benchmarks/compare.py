@@ -52,6 +52,7 @@ DATA = {
     "200k": lambda t: data.Increment(t, 200_000 * t // 2_000_000),
     "changed": lambda t: data.Increment(t, t, shape="changed"),
     "1k": lambda t: data.Increment(t, 1_000),
+    "1k_recent": lambda t: data.Increment(t, 1_000, shape="recent"),
     "empty": lambda t: data.Increment(t, 0, shape="empty"),
 }
 

@@ -8,6 +8,8 @@ whose values changed. Source shapes (`Increment.shape`):
   those, `unchanged` rows are identical to the target row, the rest change), half new keys.
   `duplicates` extra rows repeat matched keys with an older updated_at and a different amount,
   for strategy 'deduplicate' (dedup_order_by='updated_at desc' keeps the increment's row).
+- `recent`: as `increment`, but the matched keys are the target's newest (a pipeline appending
+  ids and updating recent rows), so its keys lie in a narrow range at the table's end.
 - `snapshot`: the whole table again: 1% of its rows changed, 0.1% gone, 0.1% new keys.
 - `late`: an increment whose matched rows are 30% *late* (older updated_at than the target's,
   different amount: a conditional upsert must keep the target's row) and 70% newer; half new.
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 
 COLUMNS = ("id", "customer", "amount", "category", "updated_at")
 KEY = "id"
-SHAPES = ("increment", "snapshot", "late", "cdc", "full", "changed")
+SHAPES = ("increment", "recent", "snapshot", "late", "cdc", "full", "changed")
 #: The `late` and `cdc` shapes: fraction of matched rows that are late / deleted.
 LATE = 0.3
 CDC_DELETES = 0.3
@@ -87,6 +89,8 @@ class Increment:
             text += f", +{round(self.duplicates * 100)}% duplicate keys"
         if self.shape == "late":
             text += f", {round(LATE * 100)}% of matched rows late"
+        if self.shape == "recent":
+            text += ", the newest keys matched"
         if self.shape == "cdc":
             text += f", CDC: {round(CDC_DELETES * 100)}% of matched rows op='D'"
         return text
@@ -130,6 +134,7 @@ def increment_select(engine: str, inc: Increment) -> str:
     """SELECT of a source of the given shape (see the module docstring)."""
     return {
         "increment": _increment,
+        "recent": _increment,
         "snapshot": _snapshot,
         "late": _late,
         "cdc": _cdc,
@@ -144,7 +149,9 @@ def _increment(engine: str, inc: Increment) -> str:
     stride = inc.target_rows // inc.matched
     unchanged = round(inc.rows * inc.unchanged)
     dups = round(inc.rows * inc.duplicates)
-    key = f"(i * {stride})"
+    # `recent`: the matched keys are the table's newest (a pipeline that appends ids and updates
+    # recent rows); else spread over the whole table
+    key = f"({inc.target_rows - inc.matched} + i)" if inc.shape == "recent" else f"(i * {stride})"
     changed = f"i >= {unchanged}"
     parts = [
         f"select {_row(engine, key)} from {rng.format(n=inc.matched)} as r where not ({changed})",
