@@ -46,6 +46,7 @@
     {#- Target rows with a NULL key (made outside the package) can match no source row: they
         stay out of the merge, so full_merge neither deletes nor re-inserts them. #}
     select * from {{ plan.target }} as {{ dst }} where {{ dbt_merge._target_rows_condition(plan, false) }}
+    {{- dbt_merge.target_key_bounds(plan, dst) if plan.join_type != 'full outer' }}
   ) as {{ dst }}
     on {{ dbt_merge.key_match(plan.key_columns, src, dst, plan.compare) }}
 {% endmacro %}
@@ -83,6 +84,7 @@
   from {{ plan.deduped or plan.stage }} as {{ src }}
   {{ 'left outer' if every_source_row else 'inner' }} join (
     select * from {{ plan.target }} as {{ dst }} where {{ dbt_merge._target_rows_condition(plan, false) }}
+    {{- dbt_merge.target_key_bounds(plan, dst) if plan.join_type != 'full outer' }}
   ) as {{ dst }}
     on {{ dbt_merge.key_match(plan.key_columns, src, dst, plan.compare) }}
 {% endmacro %}

@@ -11,6 +11,15 @@
   {% set row = dbt_merge.run_sql(dbt_merge.source_check_sql(plan, light=keys_later), 'dbt_merge_check').rows[0] %}
   {#- the rows of the staged SELECT (cached: the counts read the same rows), for the counts -#}
   {% do plan.update({'source_rows': none if plan.actions.dedupe else row[plan.key_columns | length + 1] | int}) %}
+  {#- the SELECT's range of each bounded key (spark__measure_source), for target_key_bounds -#}
+  {% set bounds = {} %}
+  {% for key in plan.get('bounded_keys') or [] %}
+    {% set at = plan.key_columns | length + 2 * loop.index %}
+    {% if row[at] is not none and row[at + 1] is not none %}
+      {% do bounds.update({key: [row[at] | int, row[at + 1] | int]}) %}
+    {% endif %}
+  {% endfor %}
+  {% do plan.update({'target_bounds': bounds}) %}
   {% for key in plan.key_columns %}
     {% set nulls = row[loop.index0] | int %}
     {% if nulls > 0 %}

@@ -57,6 +57,9 @@
       - {{ dbt_merge._distinct_keys_sql(plan, present) }} as extra_rows,
     {%- endif %}
     count(*) as source_rows
+    {%- for key in plan.get('bounded_keys') or [] %},
+    min({{ dbt_merge.quote_identifier(key) }}), max({{ dbt_merge.quote_identifier(key) }})
+    {%- endfor %}
   from {{ plan.stage }}
   {%- else -%}
   with grouped as (
@@ -102,6 +105,32 @@
 {% endmacro %}
 
 {% macro default__measure_source(plan) %}
+{% endmacro %}
+
+{#- Spark: the key columns whose range in the SELECT bounds the target rows a MERGE can match
+    (plan.bounded_keys; their [min, max] read by the source check itself, no statement of its own,
+    into plan.target_bounds; see target_key_bounds): integer keys, as the SELECT is staged and as
+    the target stores them, of a merge that deletes no target row it does not match (no WHEN NOT
+    MATCHED BY SOURCE clause, which Spark cannot narrow). -#}
+{% macro spark__measure_source(plan) %}
+  {% set integral = ['tinyint', 'smallint', 'int', 'integer', 'bigint', 'byte', 'short', 'long'] %}
+  {% set bounded = [] %}
+  {% if plan.schema is not none and plan.actions.target_only == 'keep' and not plan.actions.dedupe %}
+    {% for key in plan.key_columns %}
+      {% set types = [] %}
+      {% for c in plan.conversions if c.column | lower == key | lower %}
+        {% do types.append(c.target_type) %}
+      {% endfor %}
+      {% for col in plan.source_columns if col.name | lower == key | lower %}
+        {% do types.append(col.dtype) %}
+      {% endfor %}
+      {% set stored = plan.schema.target_columns | selectattr('name', 'equalto', dbt_merge._find_column(key, plan.schema.names)) | list %}
+      {% if types and types[0] | lower | trim in integral and stored and stored[0].dtype | lower | trim in integral %}
+        {% do bounded.append(key) %}
+      {% endif %}
+    {% endfor %}
+  {% endif %}
+  {% do plan.update({'bounded_keys': bounded}) %}
 {% endmacro %}
 
 {#- DuckDB, one integer key: one scan of the key column, which also answers the sizes query of

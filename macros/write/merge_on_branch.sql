@@ -296,6 +296,7 @@
   {%- endif %}
   ) as {{ src }}
   on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
+  {%- if not every_file %}{{ dbt_merge.target_key_bounds(plan, dst) }}{% endif %}
   {%- if plan.actions.matched == 'update' and plan.update_columns %}
   when matched and {{ dbt_merge._row_changed_condition(plan) }} then update set
     {%- for col in plan.update_columns %}
