@@ -1019,3 +1019,44 @@ def test_the_key_range_with_incremental_predicates_and_negative_keys(spark, prop
     with pytest.raises(MergeError, match="outside incremental_predicates"):
         merge_dataframe(hidden, table, key_columns="id", **options)
     assert {r[0]: (r[1], r[2]) for r in spark.table(table).collect()} == rows
+
+
+@pytest.mark.spark
+def test_a_call_whose_commit_the_catalog_lost_is_refused_not_reported(spark):
+    """Two threads merge into one copy-on-write table of this test bed's Hive catalog, whose
+    commit lock is off: two commits landing at once can both "succeed" and one be lost. A call
+    whose commit is not in the table's history reported success before, with its counts and
+    snapshot_id None (3 of 9 successes, red team of 2026-11-29); now it raises
+    spark_commit_lost. Every success is a commit of the table carrying its mark."""
+    from dbt_merge.spark import merge_dataframe
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.lost_commit_{threading.get_ident() % 100000}"
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {table} (id bigint, v string) using iceberg")
+    spark.sql(f"insert into {table} select id, 'a' from range(20000)")
+    done: list[tuple[str, int | None]] = []
+    lost: list[str] = []
+
+    def worker(name: str) -> None:
+        for i in range(6):
+            df = spark.sql(f"select id, '{name}{i}' as v from range(20000)")
+            try:
+                result = merge_dataframe(df, table, key_columns="id")
+            except Exception as error:  # another commit first: refused in some words
+                if "its commit is not in the table's history" in str(error):
+                    lost.append(str(error))
+                continue
+            assert result.updated == 20000
+            done.append((f"{name}{i}", result.snapshot_id))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in "ab"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    marked = {r[0]: r[1] for r in spark.sql(
+        f"select snapshot_id, summary['dbt_merge.invocation'] from {table}.snapshots").collect()}
+    assert done
+    assert all(snapshot in marked and marked[snapshot] for _, snapshot in done), (done, marked)
+    assert len(done) == sum(1 for mark in marked.values() if mark), (done, marked, lost)

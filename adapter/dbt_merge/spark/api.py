@@ -152,10 +152,32 @@ def merge_dataframe(
             snapshot = int(published) if published not in (None, "") else None
         elif not stats.get("dry_run") and not stats.get("skipped"):
             snapshot = runner.marked_snapshot(this, COMMIT_MARK, invocation)
+            wrote = any(stats.get(k) for k in ("inserted", "updated", "deleted"))
+            # a commit Spark reported done that is not in the table's history: refused, not
+            # reported (only where this call's commits carry the mark, and not for a first
+            # build, whose CREATE made the table)
+            if (snapshot is None and wrote and not rebuild and runner.marks_commits()
+                    and runner.commit_missing(this, COMMIT_MARK, invocation)):
+                raise MergeError(prefix + _lost_commit_message(this, invocation))
         failed = False
         return MergeResult.from_stats(stats, snapshot)
     finally:
         runner.close(failed)
+
+
+def _lost_commit_message(this: Relation, invocation: str) -> str:
+    """What a call whose write Spark reported done, but whose commit the table's history does not
+    hold, says (errors.md spark_commit_lost)."""
+    return (
+        f"this call's write into {this} finished, but its commit is not in the table's history "
+        f"(no snapshot carries {COMMIT_MARK}={invocation}, also after reloading the table): the "
+        "catalog lost it. A catalog without atomic commits does this when two commits land at "
+        "the same instant, such as a Hive metastore with iceberg.engine.hive.lock-enabled=false. "
+        "Nothing of this call is in the table, and its counts are not reported (a "
+        "merge_history_table row it appended describes the lost write). Merge again; for "
+        "concurrent writers, use a catalog whose commits are atomic (Hive locks on, or a "
+        "hadoop, JDBC, REST or Glue catalog)."
+    )
 
 
 def _created_meanwhile_message(this: Relation, file_format: str | None, dropped: bool) -> str:

@@ -303,6 +303,34 @@ class SparkRunner:
             return None
         return int(rows[0][0]) if rows else None
 
+    def marks_commits(self) -> bool:
+        """Whether marking_commits marks this thread's commits: Iceberg's CommitMetadata is
+        there, and PySpark pins each Python thread to one JVM thread (its ClientServer gateway,
+        PYSPARK_PIN_THREAD's default; unpinned, a statement may commit from a JVM thread whose
+        properties were never set)."""
+        from py4j.clientserver import ClientServer
+
+        return (self._commit_properties() is not None
+                and isinstance(self.spark.sparkContext._gateway, ClientServer))
+
+    def commit_missing(self, relation: Relation, key: str, value: str) -> bool:
+        """True when `relation` is an Iceberg table that, reloaded from its catalog, has no
+        snapshot whose summary has `key` = `value`: the commit this call's write made is not in
+        the table's history (a catalog without atomic commits lost it). False for a table that is
+        not Iceberg, or whose history holds that commit."""
+        from pyspark.errors import AnalysisException
+
+        try:
+            # the session's cached table object may predate a commit made through another one
+            self.spark.sql(f"refresh table {relation}")
+            rows = self.spark.sql(
+                f"select count(*) from {relation}.snapshots where summary[{literal(key)}]"
+                f" = {literal(value)}"
+            ).collect()
+        except AnalysisException:
+            return False
+        return rows[0][0] == 0
+
     # -------------------------------------------------------------- Iceberg branches, in-process
 
     def branch(self, relation: Relation, action: str, name: str, snapshot=None) -> str:
