@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import runpy
 import threading
+import time
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 
@@ -1035,6 +1036,8 @@ def test_a_call_whose_commit_the_catalog_lost_is_refused_not_reported(spark):
     spark.sql(f"drop table if exists {table}")
     spark.sql(f"create table {table} (id bigint, v string) using iceberg")
     spark.sql(f"insert into {table} select id, 'a' from range(20000)")
+    # a commit counts as lost only while a snapshot older than the call (by a second) is there
+    time.sleep(1.5)
     done: list[tuple[str, int | None]] = []
     lost: list[str] = []
 
@@ -1060,3 +1063,39 @@ def test_a_call_whose_commit_the_catalog_lost_is_refused_not_reported(spark):
     assert done
     assert all(snapshot in marked and marked[snapshot] for _, snapshot in done), (done, marked)
     assert len(done) == sum(1 for mark in marked.values() if mark), (done, marked, lost)
+
+
+@pytest.mark.spark
+def test_a_commit_expired_before_the_call_looks_for_it_is_not_called_lost(spark, monkeypatch):
+    """Red team helper-39: a maintenance job inserts a row and expires every snapshot but the
+    newest (expire_snapshots, retain_last 1) between the call's commit and its look for it. The
+    call's commit, expired, carries no mark any more, but its rows are in the table: no
+    spark_commit_lost (its older snapshots are gone too, so the loss cannot be told from an
+    expiry); the call reports its counts."""
+    from datetime import datetime, timedelta
+
+    from dbt_merge.spark import merge_dataframe
+    from dbt_merge.spark import session as spark_session
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.expired_commit_{int(datetime.now().timestamp())}"
+    spark.sql(f"create table {table} (id bigint, v string) using iceberg")
+    spark.sql(f"insert into {table} select id, 'a' from range(100)")
+    original = spark_session.SparkRunner.marked_snapshot
+    done: list[bool] = []
+
+    def expire_first(self, *args, **kwargs):
+        if not done:
+            done.append(True)
+            spark.sql(f"insert into {table} values (999999, 'other')")
+            later = (datetime.now() + timedelta(seconds=1)).strftime("%Y-%m-%d %H:%M:%S")
+            spark.sql(f"call spark_catalog.system.expire_snapshots(table => '{table}', "
+                      f"older_than => TIMESTAMP '{later}', retain_last => 1)")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(spark_session.SparkRunner, "marked_snapshot", expire_first)
+    result = merge_dataframe(spark.sql("select id, 'new' as v from range(100)"), table,
+                             key_columns="id")
+    assert done and (result.updated, result.total) == (100, 100)
+    assert dict(spark.sql(f"select v, count(*) from {table} group by v").collect()) == {
+        "new": 100, "other": 1}

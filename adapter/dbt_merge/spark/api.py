@@ -73,6 +73,8 @@ def merge_dataframe(
     full_refresh = bool(options.get("full_refresh"))
 
     invocation = str(uuid.uuid4())
+    # a second before the call: snapshots older than this were there before it (spark_commit_lost)
+    started_ms = int(datetime.datetime.now(datetime.timezone.utc).timestamp() * 1000) - 1000
     runner = SparkRunner(spark)
     macros = MacroContext(
         config,
@@ -153,12 +155,14 @@ def merge_dataframe(
         elif not stats.get("dry_run") and not stats.get("skipped"):
             snapshot = runner.marked_snapshot(this, COMMIT_MARK, invocation)
             wrote = any(stats.get(k) for k in ("inserted", "updated", "deleted"))
-            # a commit Spark reported done that is not in the table's history: refused, not
-            # reported (only where this call's commits carry the mark, and not for a first
-            # build, whose CREATE made the table)
-            if (snapshot is None and wrote and not rebuild and runner.marks_commits()
-                    and runner.commit_missing(this, COMMIT_MARK, invocation)):
-                raise MergeError(prefix + _lost_commit_message(this, invocation))
+            if snapshot is None and wrote and not rebuild and runner.marks_commits():
+                # the session's cached table may predate the commit: read it again, reloaded
+                snapshot = runner.marked_snapshot(this, COMMIT_MARK, invocation, reload=True)
+                # a commit Spark reported done that is not in the table's history, whose older
+                # snapshots are all there (none expired meanwhile) and nothing staged (WAP):
+                # refused, not reported
+                if snapshot is None and runner.commit_lost(this, started_ms):
+                    raise MergeError(prefix + _lost_commit_message(this, invocation))
         failed = False
         return MergeResult.from_stats(stats, snapshot)
     finally:

@@ -289,12 +289,17 @@ class SparkRunner:
         except Py4JError:
             return None
 
-    def marked_snapshot(self, relation: Relation, key: str, value: str) -> int | None:
+    def marked_snapshot(self, relation: Relation, key: str, value: str,
+                        reload: bool = False) -> int | None:
         """The newest snapshot of the Iceberg table whose summary has `key` = `value` (this
-        call's commit), or None (not Iceberg, or no commit of this call)."""
+        call's commit), or None (not Iceberg, or no commit of this call). `reload`: refresh the
+        table first (the session's cached table object may predate a commit made through
+        another one)."""
         from pyspark.errors import AnalysisException
 
         try:
+            if reload:
+                self.spark.sql(f"refresh table {relation}")
             rows = self.spark.sql(
                 f"select snapshot_id from {relation}.snapshots where summary[{literal(key)}]"
                 f" = {literal(value)} order by committed_at desc limit 1"
@@ -313,23 +318,25 @@ class SparkRunner:
         return (self._commit_properties() is not None
                 and isinstance(self.spark.sparkContext._gateway, ClientServer))
 
-    def commit_missing(self, relation: Relation, key: str, value: str) -> bool:
-        """True when `relation` is an Iceberg table that, reloaded from its catalog, has no
-        snapshot whose summary has `key` = `value`: the commit this call's write made is not in
-        the table's history (a catalog without atomic commits lost it). False for a table that is
-        not Iceberg, or whose history holds that commit."""
+    def commit_lost(self, relation: Relation, started_ms: int) -> bool:
+        """Whether a commit of this call that no snapshot of `relation` carries was lost rather
+        than expired or staged: the table is Iceberg, the session stages no writes (WAP), and a
+        snapshot committed before the call (`started_ms`, epoch milliseconds) is still there, so
+        no expiry removed the snapshots around it (an expired commit also has no mark; its
+        rows may be in the table)."""
         from pyspark.errors import AnalysisException
 
+        for name in ("spark.wap.id", "spark.wap.branch"):
+            if (self.spark.conf.get(name, None) or "").strip():
+                return False
         try:
-            # the session's cached table object may predate a commit made through another one
-            self.spark.sql(f"refresh table {relation}")
             rows = self.spark.sql(
-                f"select count(*) from {relation}.snapshots where summary[{literal(key)}]"
-                f" = {literal(value)}"
+                f"select count(*) from {relation}.snapshots"
+                f" where committed_at < timestamp_millis({int(started_ms)})"
             ).collect()
         except AnalysisException:
             return False
-        return rows[0][0] == 0
+        return rows[0][0] > 0
 
     # -------------------------------------------------------------- Iceberg branches, in-process
 
