@@ -1066,21 +1066,27 @@ def test_a_call_whose_commit_the_catalog_lost_is_refused_not_reported(spark):
 
 
 @pytest.mark.spark
-def test_a_commit_expired_before_the_call_looks_for_it_is_not_called_lost(spark, monkeypatch):
+@pytest.mark.parametrize("pin", ["none", "tag"])
+def test_a_commit_expired_before_the_call_looks_for_it_is_not_called_lost(spark, monkeypatch,
+                                                                          pin):
     """Red team helper-39: a maintenance job inserts a row and expires every snapshot but the
     newest (expire_snapshots, retain_last 1) between the call's commit and its look for it. The
     call's commit, expired, carries no mark any more, but its rows are in the table: no
-    spark_commit_lost (its older snapshots are gone too, so the loss cannot be told from an
-    expiry); the call reports its counts."""
+    spark_commit_lost (main's older snapshots are gone too, so the loss cannot be told from an
+    expiry); the call reports its counts. helper-40: also when a tag keeps a snapshot from
+    before the call (it is not one main descends from)."""
     from datetime import datetime, timedelta
 
     from dbt_merge.spark import merge_dataframe
     from dbt_merge.spark import session as spark_session
 
     spark.sql(f"create database if not exists {SCHEMA}")
-    table = f"{SCHEMA}.expired_commit_{int(datetime.now().timestamp())}"
+    table = f"{SCHEMA}.expired_commit_{pin}_{int(datetime.now().timestamp())}"
     spark.sql(f"create table {table} (id bigint, v string) using iceberg")
     spark.sql(f"insert into {table} select id, 'a' from range(100)")
+    if pin == "tag":
+        spark.sql(f"alter table {table} create tag keep")
+    time.sleep(1.5)  # the snapshots from before the call are more than a second older
     original = spark_session.SparkRunner.marked_snapshot
     done: list[bool] = []
 

@@ -175,8 +175,9 @@ def _lost_commit_message(this: Relation, invocation: str) -> str:
     return (
         f"this call's write into {this} finished, but its commit is not in the table's history "
         f"(no snapshot carries {COMMIT_MARK}={invocation}, also after reloading the table): the "
-        "catalog lost it. A catalog without atomic commits does this when two commits land at "
-        "the same instant, such as a Hive metastore with iceberg.engine.hive.lock-enabled=false. "
+        "catalog lost it, or another job rolled it back and expired it. A catalog without atomic "
+        "commits loses a commit when two land at the same instant, such as a Hive metastore "
+        "with iceberg.engine.hive.lock-enabled=false. "
         "Nothing of this call is in the table, and its counts are not reported (a "
         "merge_history_table row it appended describes the lost write). Merge again; for "
         "concurrent writers, use a catalog whose commits are atomic (Hive locks on, or a "

@@ -321,9 +321,10 @@ class SparkRunner:
     def commit_lost(self, relation: Relation, started_ms: int) -> bool:
         """Whether a commit of this call that no snapshot of `relation` carries was lost rather
         than expired or staged: the table is Iceberg, the session stages no writes (WAP), and a
-        snapshot committed before the call (`started_ms`, epoch milliseconds) is still there, so
-        no expiry removed the snapshots around it (an expired commit also has no mark; its
-        rows may be in the table)."""
+        snapshot that `main` descends from and that became current before the call
+        (`started_ms`, epoch milliseconds) is still in its history, so no expiry removed the
+        snapshots around it (an expired commit also has no mark, and its rows may be in the
+        table; a snapshot a tag or branch keeps does not count)."""
         from pyspark.errors import AnalysisException
 
         for name in ("spark.wap.id", "spark.wap.branch"):
@@ -331,8 +332,8 @@ class SparkRunner:
                 return False
         try:
             rows = self.spark.sql(
-                f"select count(*) from {relation}.snapshots"
-                f" where committed_at < timestamp_millis({int(started_ms)})"
+                f"select count(*) from {relation}.history where is_current_ancestor"
+                f" and made_current_at < timestamp_millis({int(started_ms)})"
             ).collect()
         except AnalysisException:
             return False
