@@ -1105,3 +1105,51 @@ def test_a_commit_expired_before_the_call_looks_for_it_is_not_called_lost(spark,
     assert done and (result.updated, result.total) == (100, 100)
     assert dict(spark.sql(f"select v, count(*) from {table} group by v").collect()) == {
         "new": 100, "other": 1}
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("strategy", ["upsert", "full_merge"])
+def test_a_commit_iceberg_refuses_for_another_writers_is_the_packages_error(
+        spark, monkeypatch, strategy):
+    """Another job (its own session: its own catalog cache) commits to the table just before the
+    call's MERGE INTO runs: the MERGE reads the snapshot the call counted and Iceberg refuses its
+    commit (ValidationException: Found conflicting files). The call raised Iceberg's raw
+    Py4J error ("An error occurred while calling o58.sql"); it now raises MergeError naming the
+    table, saying nothing was written and that merging again is safe, and the table holds the
+    other writer's row and none of the call's."""
+    from dbt_merge.errors import MergeError
+    from dbt_merge.spark import merge_dataframe
+    from pyspark.sql import SparkSession
+
+    table = _table(spark, f"refused_{strategy}_{int(time.time() * 1000)}",
+                   [(1, "a", 1), (2, "b", 1), (3, "c", 1)])
+    other = spark.newSession()
+    original, fired = SparkSession.sql, []
+    quoted = ".".join(f"`{part}`" for part in table.split("."))
+
+    def sql(self, query, *args, **kwargs):
+        if (self is not other and isinstance(query, str) and not fired
+                and query.lstrip().lower().startswith("merge into " + quoted)):
+            # on a thread of its own, as another job's: a commit on the call's thread would
+            # carry the call's mark (Iceberg's CommitMetadata is per thread)
+            writer = threading.Thread(target=lambda: fired.append(
+                original(other, f"insert into {table} values (9, 'other', 9)")))
+            writer.start()
+            writer.join()
+        return original(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(SparkSession, "sql", sql)
+    source = spark.createDataFrame([(1, "A", 2), (2, "b", 1), (4, "d", 1)], COLUMNS)
+    with pytest.raises(MergeError) as raised:
+        merge_dataframe(source, table, key_columns="id", strategy=strategy,
+                        **({"full_merge_write": "merge"} if strategy == "full_merge" else {}))
+    monkeypatch.undo()
+    assert fired, "the call wrote by no MERGE INTO"
+    message = str(raised.value)
+    assert message.startswith(f"dbt_merge: table '{table}': another writer committed to ")
+    assert "nothing was written" in message and "Merging again is safe" in message
+    assert "(Found conflicting files that can contain records matching" in message
+    assert "o58" not in message and "Py4J" not in message
+    spark.sql(f"refresh table {table}")
+    assert _rows(spark, table) == [(1, "a", 1), (2, "b", 1), (3, "c", 1), (9, "other", 9)]
+

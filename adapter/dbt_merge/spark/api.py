@@ -144,6 +144,13 @@ def merge_dataframe(
                     raise MergeError(prefix + _created_meanwhile_message(
                         this, config.get("file_format"), existing is not None)) from None
                 raised = _raised_message(str(error), resolved.name)
+                if (raised is None and _refused_commit(str(error))
+                        and not (runner.marks_commits() and runner.marked_snapshot(
+                            this, COMMIT_MARK, invocation, reload=True) is not None)):
+                    # Iceberg refused the write's commit for another writer's conflicting
+                    # one, and no commit of this call is in the table (the refused statement
+                    # was its only write there)
+                    raise MergeError(prefix + _refused_commit_message(this, str(error))) from None
                 if raised is None:
                     raise
                 raise MergeError(prefix + source_wording(raised, "the DataFrame")) from None
@@ -167,6 +174,37 @@ def merge_dataframe(
         return MergeResult.from_stats(stats, snapshot)
     finally:
         runner.close(failed)
+
+
+#: what Iceberg says when it refuses a commit because another writer's commit conflicts with
+#: it (a ValidationException at commit time: nothing of the statement is committed)
+_REFUSED_COMMIT = ("Found conflicting files", "Found conflicting deleted files",
+                   "Found new conflicting delete files", "Found concurrently deleted",
+                   "Runtime file filtering is not possible: the table has been concurrently "
+                   "modified")
+
+
+def _refused_commit(text: str) -> bool:
+    """Iceberg refused the statement's commit for another writer's conflicting commit: its
+    ValidationException (or, on a session shared by threads, the IllegalStateException of a
+    table modified while the statement ran), never a CommitStateUnknownException."""
+    if "CommitStateUnknownException" in text:
+        return False
+    return any(said in text for said in _REFUSED_COMMIT) and (
+        "ValidationException" in text or "IllegalStateException" in text)
+
+
+def _refused_commit_message(this: Relation, text: str) -> str:
+    """What a call whose write Iceberg refused says (errors.md concurrent_validation), with
+    Iceberg's sentence (up to the list of files)."""
+    said = next((line for line in text.splitlines()
+                 if any(phrase in line for phrase in _REFUSED_COMMIT)), "")
+    said = said.split(": [", 1)[0].split("Exception: ", 1)[-1].strip()[:300]
+    return (
+        f"another writer committed to {this} while this call's write ran, and Iceberg refused "
+        f"the call's commit ({said}), so nothing was written: the table is as the other writer "
+        "left it. Merging again is safe: the call counts the table as it is then."
+    )
 
 
 def _lost_commit_message(this: Relation, invocation: str) -> str:
