@@ -1153,3 +1153,77 @@ def test_a_commit_iceberg_refuses_for_another_writers_is_the_packages_error(
     spark.sql(f"refresh table {table}")
     assert _rows(spark, table) == [(1, "a", 1), (2, "b", 1), (3, "c", 1), (9, "other", 9)]
 
+
+@pytest.mark.spark
+@pytest.mark.parametrize("later", [False, True], ids=["alone", "another_commit_after"])
+def test_an_overwrite_committed_while_another_thread_reloaded_the_table(spark, monkeypatch, later):
+    """full_merge written by INSERT OVERWRITE: while its job runs, another thread of the session
+    reloads the table (refresh table, then a read), so the session's cache holds the table as it
+    was before the overwrite's commit. The call failed with a false "internal: the INSERT
+    OVERWRITE ... made no commit" for a write that was in the table (red team of 2026-11-29,
+    three threads into one table). It now reads the table again: alone, the overwrite is its one
+    commit on the snapshot it read and the call succeeds with it; with another writer's commit
+    on top of it before the call looks, which commit came first cannot be told, and the call
+    fails saying so (errors.md overwrite_order_unknown) without putting anything back."""
+    from dbt_merge.errors import MergeError
+    from dbt_merge.spark import merge_dataframe
+    from pyspark.sql import SparkSession
+
+    rows = 200_000  # a job long enough for the other thread to reload the table while it runs
+    table = f"{SCHEMA}.reloaded_{int(later)}_{int(time.time() * 1000)}"
+    spark.sql(f"create database if not exists {SCHEMA}")
+    spark.sql(f"create table {table} using iceberg as select id, 'a' as v from range({rows})")
+    original, seen = SparkSession.sql, []
+    other = spark.newSession()
+
+    def reload_while_the_job_runs():
+        tracker, start = spark.sparkContext.statusTracker(), time.time()
+        while not tracker.getActiveJobsIds() and time.time() - start < 30:
+            time.sleep(0.002)
+        original(spark, f"refresh table {table}")
+        seen.append(original(spark, f"show tblproperties {table} ('current-snapshot-id')")
+                    .collect()[0][1])
+
+    def sql(self, query, *args, **kwargs):
+        if (isinstance(query, str) and not seen
+                and query.lstrip().lower().startswith("insert overwrite table")):
+            reloader = threading.Thread(target=reload_while_the_job_runs)
+            reloader.start()
+            try:
+                return original(self, query, *args, **kwargs)
+            finally:
+                reloader.join()
+                if later:  # another job commits on top of the overwrite
+                    writer = threading.Thread(target=lambda: original(
+                        other, f"insert into {table} values (-1, 'other')"))
+                    writer.start()
+                    writer.join()
+        return original(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(SparkSession, "sql", sql)
+    source = spark.sql(f"select id, case when id % 2 = 0 then 'b' else 'a' end as v "
+                       f"from range({rows})")
+    before = _snapshots(spark, table)
+    if later:
+        with pytest.raises(MergeError) as raised:
+            merge_dataframe(source, table, key_columns="id", strategy="full_merge",
+                            full_merge_write="overwrite")
+    else:
+        result = merge_dataframe(source, table, key_columns="id", strategy="full_merge",
+                                 full_merge_write="overwrite")
+    monkeypatch.undo()
+    assert seen == [str(before[0])], "the other thread did not load the table before the commit"
+    spark.sql(f"refresh table {table}")
+    counts = dict(spark.sql(f"select v, count(*) from {table} group by v").collect())
+    snapshots = _snapshots(spark, table)
+    if later:
+        message = str(raised.value)
+        assert "committed, but the session's cached table did not show its commit" in message
+        assert f"more than one commit after snapshot {before[0]}" in message
+        # nothing put back: the overwrite and the other writer's row are both there
+        assert counts == {"a": rows // 2, "b": rows // 2, "other": 1}
+        assert len(snapshots) == 3
+    else:
+        assert (result.updated, result.unchanged, result.total) == (rows // 2, rows // 2, rows)
+        assert counts == {"a": rows // 2, "b": rows // 2}
+        assert result.snapshot_id == snapshots[-1] and len(snapshots) == 2

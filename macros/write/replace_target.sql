@@ -65,7 +65,27 @@
     lands on top of ours), and fail saying that nothing of this run remains and a retry is safe;
     otherwise, or if that fails, fail naming the snapshot to roll back to. -#}
 {% macro _check_replaced_snapshot(relation, read, restorable=false) %}
+  {#- the commit updates the table object the statement wrote through, which the session's cache
+      holds, unless another thread of the session reloaded the table (its refresh table) before
+      the commit landed: that older table still reads as snapshot `read` (red team: three threads
+      overwriting one table got a false "made no commit" for writes that landed). Then the table
+      as committed: reloaded, it may also show commits made after this one -#}
   {% set written = dbt_merge._current_snapshot(relation) %}
+  {% if written == read %}
+    {% do dbt_merge.reload_table(relation) %}
+    {% set written = dbt_merge._current_snapshot(relation) %}
+    {% if written != read and dbt_merge._parent_snapshot(relation, written) != read %}
+      {#- commits on top of `read`, one of them this run's: which came first cannot be told, so
+          nothing is put back (that could undo a later writer's commit) -#}
+      {{ dbt_merge.raise_merge_error("the INSERT OVERWRITE of " ~ relation ~ " committed, but the session's "
+          ~ "cached table did not show its commit, and reloaded the table is snapshot " ~ written ~ ", more than "
+          ~ "one commit after snapshot " ~ read ~ " the merge read: another writer also committed, and whether "
+          ~ "before this run's commit (its changes then replaced) or after cannot be told. Look at the table's "
+          ~ "history (select * from " ~ relation ~ ".history), and roll back to " ~ read ~ " if another "
+          ~ "writer's commit came first. For a table that other jobs write at the same time, set "
+          ~ "full_merge_write='merge': MERGE INTO fails on such a conflict and commits nothing.") }}
+    {% endif %}
+  {% endif %}
   {% if written == read %}
     {{ dbt_merge.raise_merge_error("internal: the INSERT OVERWRITE of " ~ relation ~ " made no commit (the table "
         ~ "is still snapshot " ~ read ~ "), so the merge was not written. Set full_merge_write='merge' and run "
