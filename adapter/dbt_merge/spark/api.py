@@ -150,7 +150,8 @@ def merge_dataframe(
                     # Iceberg refused the write's commit for another writer's conflicting
                     # one, and no commit of this call is in the table (the refused statement
                     # was its only write there)
-                    raise MergeError(prefix + _refused_commit_message(this, str(error))) from None
+                    raise MergeError(prefix + _refused_commit_message(
+                        this, str(error), config.get("on_schema_change"))) from None
                 if raised is None:
                     raise
                 raise MergeError(prefix + source_wording(raised, "the DataFrame")) from None
@@ -180,6 +181,10 @@ def merge_dataframe(
 #: it (a ValidationException at commit time: nothing of the statement is committed)
 _REFUSED_COMMIT = ("Found conflicting files", "Found conflicting deleted files",
                    "Found new conflicting delete files", "Found concurrently deleted",
+                   # files the write replaces that a compaction (rewrite_data_files) replaced
+                   "Missing required files to delete",
+                   # the snapshot the write started from expired meanwhile
+                   "Cannot determine history between",
                    "Runtime file filtering is not possible: the table has been concurrently "
                    "modified")
 
@@ -194,16 +199,22 @@ def _refused_commit(text: str) -> bool:
         "ValidationException" in text or "IllegalStateException" in text)
 
 
-def _refused_commit_message(this: Relation, text: str) -> str:
+def _refused_commit_message(this: Relation, text: str, on_schema_change: str | None) -> str:
     """What a call whose write Iceberg refused says (errors.md concurrent_validation), with
-    Iceberg's sentence (up to the list of files)."""
+    Iceberg's sentence (up to the list of files). A column change on_schema_change made before
+    the write is a commit of its own, not undone (red team helper-41)."""
     said = next((line for line in text.splitlines()
                  if any(phrase in line for phrase in _REFUSED_COMMIT)), "")
     said = said.split(": [", 1)[0].split("Exception: ", 1)[-1].strip()[:300]
+    changes_columns = on_schema_change in ("append_new_columns", "sync_all_columns")
+    left = ("none of the call's rows were written (a column change on_schema_change='"
+            f"{on_schema_change}' made before the write stays in the table: it is not undone)"
+            if changes_columns else
+            "nothing was written: the table is as the other writer left it")
     return (
         f"another writer committed to {this} while this call's write ran, and Iceberg refused "
-        f"the call's commit ({said}), so nothing was written: the table is as the other writer "
-        "left it. Merging again is safe: the call counts the table as it is then."
+        f"the call's commit ({said}), so {left}. Merging again is safe: the call counts the "
+        "table as it is then."
     )
 
 
