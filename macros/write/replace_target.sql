@@ -22,14 +22,14 @@
    dynamic overwrite of a parquet table (keep_session_conf); choose_full_merge_write writes a
    partitioned table by MERGE INTO.
    Unlike MERGE INTO, Iceberg's SQL INSERT OVERWRITE does not check for commits made since the
-   snapshot it read: another writer's commit in between would be silently replaced. So the
-   statement fails before it commits when the table is no longer the snapshot the merge counted
-   (plan.snapshot, counted_snapshot) as it runs (snapshot_guard_sql), which makes the rows it
-   reads (the table as it is, with its columns now) that snapshot's, and the commit's parent must
-   be that snapshot: a commit that lands while
-   the overwrite runs is caught only afterwards (_check_replaced_snapshot), since Spark SQL cannot
-   pass Iceberg the write options (isolation-level, validate-from-snapshot-id) that would make
-   the overwrite's own commit check for it. #}
+   snapshot it read: another writer's commit in between would be silently replaced (Spark SQL
+   cannot pass Iceberg the write options, isolation-level and validate-from-snapshot-id, that
+   would make the commit check for it). So the statement fails before it commits when the table
+   is no longer the snapshot the merge counted (plan.snapshot, counted_snapshot) as it runs
+   (snapshot_guard_sql), which makes the rows it reads (the table as it is, with its columns
+   now) that snapshot's, and it writes into the run's branch made at that snapshot, published
+   only if main is still that snapshot (_overwrite_on_branch): a commit that lands while the
+   overwrite runs refuses the run, nothing published. #}
 {% macro spark__replace_target(plan, counts, storage) %}
   {% set read = plan.get('snapshot') if storage.provider == 'iceberg' else none %}
   {#- Iceberg: guarded on the counted snapshot, or, counted on a table with no commit yet, on it
@@ -50,71 +50,89 @@
   {% if guard %}
     {% set rows = 'select * from (' ~ rows ~ ') as dbt_merge_rows where ' ~ guard %}
   {% endif %}
+  {#- (a session staging the table's writes, write-audit-publish, never gets here:
+      choose_full_merge_write writes by MERGE INTO then) -#}
+  {% if read is not none %}
+    {#- Iceberg with a snapshot: into the run's branch, published only onto that snapshot -#}
+    {% do dbt_merge._overwrite_on_branch(plan, rows, read) %}
+    {{ return(none) }}
+  {% endif %}
   {% do dbt_merge.run_statement('insert overwrite table ' ~ plan.target ~ ' ' ~ rows, 'dbt_merge_overwrite') %}
   {% if storage.provider == 'iceberg' %}
-    {% set schema = plan.schema %}
-    {% do dbt_merge._check_replaced_snapshot(plan.target, read,
-        restorable=not dbt_merge.schema_changes_any(schema)) %}
+    {% do dbt_merge._check_replaced_snapshot(plan.target, read) %}
   {% endif %}
 {% endmacro %}
 
-{#- After an INSERT OVERWRITE of an Iceberg table that read snapshot `read`: when another commit
-    came between (the commit's parent is not `read`), the changes of that commit are no longer in
-    the table. Then, if `restorable` (this run changed no column), put the rows of that parent
-    back with one more INSERT OVERWRITE, guarded like the write (it fails if yet another commit
-    lands on top of ours), and fail saying that nothing of this run remains and a retry is safe;
-    otherwise, or if that fails, fail naming the snapshot to roll back to. -#}
-{% macro _check_replaced_snapshot(relation, read, restorable=false) %}
-  {#- the commit updates the table object the statement wrote through, which the session's cache
-      holds, unless another thread of the session reloaded the table (its refresh table) before
-      the commit landed: that older table still reads as snapshot `read` (red team: three threads
-      overwriting one table got a false "made no commit" for writes that landed). Then the table
-      as committed: reloaded, it may also show commits made after this one -#}
+{#- The overwrite of an Iceberg table counted on snapshot `read`, written into a branch of the
+    run made at `read` and published by fast-forwarding main to it: Iceberg's INSERT OVERWRITE
+    does not check for commits made since the snapshot it read, but its fast-forward refuses,
+    atomically, a main that is no longer an ancestor of the branch, and the run refuses a main
+    that is not `read` any more. So the commit published is exactly the run's (the branch's one
+    commit on `read`), and another writer's commit before or while the overwrite ran refuses the
+    run with nothing published (red team helper-41: read from the session's cached table, which
+    another thread had moved on, a later writer's commit was taken for the run's and undone, and
+    the run said none of its rows remained while all of them did). -#}
+{% macro _overwrite_on_branch(plan, rows, read) %}
+  {% set branch = dbt_merge._run_branch_name(plan) %}
+  {% do dbt_merge._iceberg_branch(plan.target, 'create', branch, read) %}
+  {% do dbt_merge.run_statement('insert overwrite table ' ~ plan.target ~ '.branch_' ~ branch ~ ' ' ~ rows,
+                                'dbt_merge_overwrite') %}
+  {#- the branch and main as committed (reloaded, never a cached table), and the package's other
+      branches (one left by a run that failed is dropped once a day old) -#}
+  {% do dbt_merge.run_statement('refresh table ' ~ plan.target, 'dbt_merge_describe') %}
+  {% set refs = {} %}
+  {% for row in dbt_merge.run_sql('select r.name, cast(r.snapshot_id as string), cast(s.parent_id as string) from '
+      ~ plan.target ~ '.refs as r left join ' ~ plan.target ~ '.snapshots as s on s.snapshot_id = r.snapshot_id '
+      ~ "where r.name = 'main' or (left(r.name, 10) = 'dbt_merge_' and r.type = 'BRANCH')", 'dbt_merge_describe').rows %}
+    {% do refs.update({row[0]: {'snapshot': row[1], 'parent': row[2]}}) %}
+  {% endfor %}
+  {% set head = refs.get(branch) %}
+  {% if head is none or head.snapshot == read or head.parent != read %}
+    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+    {{ dbt_merge.raise_merge_error("the INSERT OVERWRITE into this run's branch " ~ branch ~ " of " ~ plan.target
+        ~ " should have left one commit on snapshot " ~ read ~ ", but the branch is "
+        ~ ("gone" if head is none else "snapshot " ~ head.snapshot ~ " (parent " ~ (head.parent or 'none') ~ ")")
+        ~ ". This run cannot prove what it wrote, so nothing was published: the table is as it was. Leave the "
+        ~ "package's branches (dbt_merge_...) alone and run the model again.") }}
+  {% endif %}
+  {% do dbt_merge._drop_dead_branches(plan, refs, branch) %}
+  {% set moved = refs.get('main') is none or refs.main.snapshot != read %}
+  {% if not moved %}
+    {% set moved = dbt_merge._iceberg_branch(plan.target, 'fast_forward', branch) == 'moved' %}
+  {% endif %}
+  {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+  {% if moved %}
+    {{ dbt_merge.raise_merge_error(dbt_merge._concurrent_commit_message(plan, prefixed=false)) }}
+  {% endif %}
+{% endmacro %}
+
+{#- After an INSERT OVERWRITE of an Iceberg table without the run's branch (a table that had no
+    commit yet, `read` none; the branch path is _overwrite_on_branch): the commit must sit on
+    `read`. The session's cached table shows the commit unless another thread of the session
+    reloaded the table before it landed (red team: a false "made no commit" for writes that
+    landed); then the table reloaded. When more than one commit follows `read`, which one is the
+    run's cannot be told (no mark on a SQL commit), so nothing is put back, which could undo a
+    later writer's commit (red team helper-41): the run fails saying what to check. -#}
+{% macro _check_replaced_snapshot(relation, read) %}
   {% set written = dbt_merge._current_snapshot(relation) %}
   {% if written == read %}
     {% do dbt_merge.reload_table(relation) %}
     {% set written = dbt_merge._current_snapshot(relation) %}
-    {% if written != read and dbt_merge._parent_snapshot(relation, written) != read %}
-      {#- commits on top of `read`, one of them this run's: which came first cannot be told, so
-          nothing is put back (that could undo a later writer's commit) -#}
-      {{ dbt_merge.raise_merge_error("the INSERT OVERWRITE of " ~ relation ~ " committed, but the session's "
-          ~ "cached table did not show its commit, and reloaded the table is snapshot " ~ written ~ ", more than "
-          ~ "one commit after snapshot " ~ read ~ " the merge read: another writer also committed, and whether "
-          ~ "before this run's commit (its changes then replaced) or after cannot be told. Look at the table's "
-          ~ "history (select * from " ~ relation ~ ".history), and roll back to " ~ read ~ " if another "
-          ~ "writer's commit came first. For a table that other jobs write at the same time, set "
-          ~ "full_merge_write='merge': MERGE INTO fails on such a conflict and commits nothing.") }}
-    {% endif %}
   {% endif %}
   {% if written == read %}
     {{ dbt_merge.raise_merge_error("internal: the INSERT OVERWRITE of " ~ relation ~ " made no commit (the table "
-        ~ "is still snapshot " ~ read ~ "), so the merge was not written. Set full_merge_write='merge' and run "
-        ~ "this model again.") }}
+        ~ "is still " ~ ("without a snapshot" if read is none else "snapshot " ~ read) ~ "), so the merge was not "
+        ~ "written. Set full_merge_write='merge' and run this model again.") }}
   {% endif %}
-  {% set parent = dbt_merge._parent_snapshot(relation, written) %}
-  {% if parent == read %}
-    {{ return(none) }}
+  {% if dbt_merge._parent_snapshot(relation, written) != read %}
+    {{ dbt_merge.raise_merge_error("the INSERT OVERWRITE of " ~ relation ~ " committed, but the table is now snapshot "
+        ~ written ~ ", more than one commit after " ~ ("the table's first commit" if read is none else "snapshot " ~ read)
+        ~ " the merge read: another writer also committed, and whether before this run's commit (its changes then "
+        ~ "replaced) or after cannot be told. Look at the table's history (select * from " ~ relation ~ ".history), "
+        ~ "and if another writer's commit came first, restore it (rollback_to_snapshot) and run this model again. "
+        ~ "For a table that other jobs write at the same time, set full_merge_write='merge': MERGE INTO fails on "
+        ~ "such a conflict and commits nothing.") }}
   {% endif %}
-  {% set what = "another writer committed to " ~ relation ~ " while this run overwrote it: the merged rows were "
-      ~ "read from snapshot " ~ read ~ ", but their commit (snapshot " ~ written ~ ") landed on top of snapshot "
-      ~ parent ~ " (Iceberg's INSERT OVERWRITE does not check for that, as MERGE INTO does)" %}
-  {% set rollback = what ~ ", so what was committed after " ~ read ~ " is no longer in the table. Restore it: "
-      ~ "CALL <catalog>.system.rollback_to_snapshot('" ~ relation ~ "', " ~ parent ~ "), then run this model "
-      ~ "again. For a table that other jobs write at the same time, set full_merge_write='merge': MERGE INTO "
-      ~ "fails on such a conflict and commits nothing." %}
-  {% if restorable and parent is not none %}
-    {% do dbt_merge.run_statement('insert overwrite table ' ~ relation ~ ' select * from ' ~ relation
-        ~ ' version as of ' ~ parent ~ ' where ' ~ dbt_merge._snapshot_is_sql(relation, written,
-        dbt_merge.merge_error_prefix() ~ rollback), 'dbt_merge_overwrite') %}
-    {% set restored = dbt_merge._current_snapshot(relation) %}
-    {% if restored != written and dbt_merge._parent_snapshot(relation, restored) == written %}
-      {{ dbt_merge.raise_merge_error(what ~ ". The table has been given back the rows of snapshot " ~ parent
-          ~ " (as snapshot " ~ restored ~ "), so nothing of this run remains in it. Running the model again "
-          ~ "is safe: it counts the table as it is then. For a table that other jobs write at the same time, "
-          ~ "set full_merge_write='merge': MERGE INTO fails on such a conflict and commits nothing.") }}
-    {% endif %}
-  {% endif %}
-  {{ dbt_merge.raise_merge_error(rollback) }}
 {% endmacro %}
 
 {#- The parent (text) of snapshot `snapshot` of an Iceberg table, or none. -#}
