@@ -39,10 +39,14 @@
 {#- What a run whose table changed under it says: raised inside Spark (a statement's raise_error),
     with the prefix raise_merge_error would give it; `prefixed=false` for raise_merge_error itself. -#}
 {% macro _concurrent_commit_message(plan, prefixed=true) %}
+  {#- the schema change is made before the write, a commit of its own that stays (red team
+      helper-43: "nothing was written" while the column added was in the table) -#}
+  {% set altered = dbt_merge.schema_changes_any(plan.get('schema')) %}
   {{ return((dbt_merge.merge_error_prefix() if prefixed else "") ~ "another writer committed to " ~ plan.target
       ~ " after this run counted its changes on snapshot "
       ~ (plan.get('snapshot') if plan.get('snapshot') is not none else "none (the table had no commit yet)")
-      ~ ", so nothing was written "
+      ~ (", so none of its rows were written (the column change on_schema_change made before the write stays) "
+         if altered else ", so nothing was written ")
       ~ "(the counts and the checks would not be of the table the write changes). Running the model "
       ~ "again is safe: it counts the table as it is then.") }}
 {% endmacro %}

@@ -208,7 +208,8 @@ def _refused_commit_message(this: Relation, text: str, on_schema_change: str | N
     said = said.split(": [", 1)[0].split("Exception: ", 1)[-1].strip()[:300]
     changes_columns = on_schema_change in ("append_new_columns", "sync_all_columns")
     left = ("none of the call's rows were written (a column change on_schema_change='"
-            f"{on_schema_change}' made before the write stays in the table: it is not undone)"
+            f"{on_schema_change}' made before the write, if it made one, stays in the table: "
+            "it is not undone)"
             if changes_columns else
             "nothing was written: the table is as the other writer left it")
     return (
