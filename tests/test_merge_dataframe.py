@@ -1273,8 +1273,8 @@ def test_a_refused_overwrite_after_a_column_was_added_says_the_column_stays(spar
     original, fired = SparkSession.sql, []
 
     def sql(self, query, *args, **kwargs):
-        # another thread of the session (a commit from another session's stale catalog cache
-        # can be lost by this test bed's Hive catalog, which runs without commit locks)
+        # another thread of the session commits, with a value for every column (the table
+        # has the added one by now)
         if (isinstance(query, str) and not fired
                 and query.lstrip().lower().startswith("insert overwrite table")):
             writer = threading.Thread(target=lambda: fired.append(original(
