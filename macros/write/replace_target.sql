@@ -51,8 +51,10 @@
     {% set rows = 'select * from (' ~ rows ~ ') as dbt_merge_rows where ' ~ guard %}
   {% endif %}
   {#- (a session staging the table's writes, write-audit-publish, never gets here:
-      choose_full_merge_write writes by MERGE INTO then) -#}
-  {% if read is not none %}
+      choose_full_merge_write writes by MERGE INTO then). Branches need Iceberg's SQL
+      extensions (or the Python door's in-process branches); without them the overwrite is
+      committed in place and checked after (_check_replaced_snapshot) -#}
+  {% if read is not none and dbt_merge._branches_available(plan) %}
     {#- Iceberg with a snapshot: into the run's branch, published only onto that snapshot -#}
     {% do dbt_merge._overwrite_on_branch(plan, rows, read) %}
     {{ return(none) }}
@@ -107,7 +109,8 @@
 {% endmacro %}
 
 {#- After an INSERT OVERWRITE of an Iceberg table without the run's branch (a table that had no
-    commit yet, `read` none; the branch path is _overwrite_on_branch): the commit must sit on
+    commit yet, `read` none, or a session without Iceberg's SQL extensions; the branch path is
+    _overwrite_on_branch): the commit must sit on
     `read`. The session's cached table shows the commit unless another thread of the session
     reloaded the table before it landed (red team: a false "made no commit" for writes that
     landed); then the table reloaded. When more than one commit follows `read`, which one is the
