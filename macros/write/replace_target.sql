@@ -95,7 +95,7 @@
         ~ " should have left one commit on snapshot " ~ read ~ ", but the branch is "
         ~ ("gone" if head is none else "snapshot " ~ head.snapshot ~ " (parent " ~ (head.parent or 'none') ~ ")")
         ~ ". This run cannot prove what it wrote, so nothing was published: the table is as it was. Leave the "
-        ~ "package's branches (dbt_merge_...) alone and run the model again.") }}
+        ~ "package's branches (dbt_merge_...) alone and run this model again.") }}
   {% endif %}
   {% do dbt_merge._drop_dead_branches(plan, refs, branch) %}
   {% set moved = refs.get('main') is none or refs.main.snapshot != read %}
