@@ -33,9 +33,13 @@
       would each see other rows. Storing the analyzed plan pins it: every read sees the rows the
       cache holds. The setting is the session's, which other dbt threads share (method: session,
       a Thrift server's single session): one that puts it back (put_back_session_conf, at the
-      end of its model) between this `set` and the view would unpin this view. So it is read
-      again once the view exists, and the view made again while it is not set (a few times;
-      then the run is refused rather than merged from a plan that can change). `pin`: 'checked'
+      end of its model) between this `set` and the view would unpin this view. So once the view
+      exists, it is read whether the view is pinned (_view_plan_is_stored: its plan analyzed
+      twice is the same plan), and the view made again while it is not (a few times; then the
+      run is refused rather than merged from a plan that can change). Reading the setting again
+      instead was not enough: a third thread's `set` after the reset and before the read showed
+      `true` for a view made while it was off (CI, 4 threads: a first run counted 209 rows
+      inserted into a table that held 199). `pin`: 'checked'
       (so), or 'stage': the view reads only the staged SELECT (pinned, cached)
       and the target (whose commits the write refuses since it was counted), the views run_merge
       makes from the stage; a plan analyzed again reads the same, so the setting is left as the
@@ -47,7 +51,7 @@
       {% do dbt_merge.keep_session_conf({key: 'true'}) %}
     {% endif %}
     {% do dbt_merge.run_statement('create or replace temporary view ' ~ relation ~ ' as ' ~ select_sql) %}
-    {% set pinned.done = pin != 'checked' or dbt_merge.run_sql('set ' ~ key, 'dbt_merge_conf').rows[0][1] | string | lower == 'true' %}
+    {% set pinned.done = pin != 'checked' or dbt_merge._view_plan_is_stored(relation, key) %}
   {% endfor %}
   {% if not pinned.done %}
     {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}
@@ -60,6 +64,37 @@
   {% if materialize %}
     {% do dbt_merge.cache_lazy(relation) %}
   {% endif %}
+{% endmacro %}
+
+{#- Spark: whether a temporary view keeps the plan analyzed when it was made
+    (storeAnalyzedPlanForView) rather than its SQL text. A view that keeps its text is parsed and
+    analyzed again at every read, each time with new expression ids (and a new seed for rand()),
+    so the analyzed plans of two reads differ; a view that keeps its plan gives the same plan,
+    ids and all, each time. Read with LIMIT 0, which the optimizer makes an empty relation: no
+    scan is planned (12 ms a read against 200 ms for a plain EXPLAIN of a two-table join on
+    Iceberg). A plan Spark prints cut short (spark.sql.maxPlanStringLength) is printed again in
+    full; one whose analyzed section cannot be read (redacted, no ids printed) falls back to
+    reading the setting (`key`), which a third thread's `set` can make look right. -#}
+{% macro _view_plan_is_stored(relation, key) %}
+  {% set explain = 'explain extended select * from ' ~ relation ~ ' limit 0' %}
+  {% set head, tail = '== Analyzed Logical Plan ==', '== Optimized Logical Plan ==' %}
+  {% set sections = [] %}
+  {% for attempt in range(2) %}
+    {% set text = dbt_merge.run_sql(explain, 'dbt_merge_conf').rows | map(attribute=0) | join('\n') %}
+    {% if dbt_merge._plan_cut_short(text) %}
+      {% set text = dbt_merge._explain_at_full_length(explain, 'dbt_merge_conf') %}
+    {% endif %}
+    {% if text.count(head) == 1 and text.count(tail) == 1 %}
+      {% set analyzed = text.split(head)[1].split(tail)[0] %}
+      {% do sections.append(analyzed if modules.re.search('#\\d+', analyzed) else none) %}
+    {% else %}
+      {% do sections.append(none) %}
+    {% endif %}
+  {% endfor %}
+  {% if none in sections %}
+    {{ return(dbt_merge.run_sql('set ' ~ key, 'dbt_merge_conf').rows[0][1] | string | lower == 'true') }}
+  {% endif %}
+  {{ return(sections[0] == sections[1]) }}
 {% endmacro %}
 
 {#- Spark: `cache lazy table relation`, its columns stored without compression. The cache holds

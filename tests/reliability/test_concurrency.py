@@ -278,6 +278,57 @@ def test_threads_sharing_a_spark_session(spark, tmp_path):
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("phase", ["first", "increment"])
+def test_a_view_made_unpinned_is_made_again_though_a_third_thread_set_the_setting(
+        spark, tmp_path, monkeypatch, phase):
+    """Three threads of one session: this model set storeAnalyzedPlanForView, a second model
+    ended and reset it before this model's CREATE VIEW, and a third model set it again right
+    after. Reading the setting said `true` for a view made while it was off: a SELECT with rand()
+    was then analyzed again at each read, and a first run reported 209 rows inserted into a table
+    holding 199 (fresh-clone CI, 4 threads). Now the view's plan is read twice: it differs, the
+    view is made again, and the counts are the table's."""
+    from pyspark.sql import SparkSession
+
+    key = "spark.sql.legacy.storeAnalyzedPlanForView"
+    s = "rel_pin3"
+    spark.sql(f"create database if not exists {s}")
+    spark.sql(f"drop table if exists {s}.rnd_{phase}")
+    select = ("select id, '{{ var(\"v\") }}' as v from range(2000) where rand() < 0.5")
+    project = make_project(tmp_path / "proj", f"pin3_{phase}", {f"rnd_{phase}": model_sql(
+        {"strategy": "upsert", "unique_key": "id", "schema": s, "file_format": "iceberg",
+         "tblproperties": MERGE_ON_READ}, select)})
+    if phase == "increment":
+        assert run_dbt(["run"], project, "spark", PROFILES_DIR, vars={"v": "a"}).success
+    before = ({} if phase == "first" else
+              {r.id: r.v for r in spark.sql(f"select id, v from {s}.rnd_{phase}").collect()})
+    original, made = SparkSession.sql, []
+
+    def sql(self, query, *args, **kwargs):
+        if (isinstance(query, str) and "create or replace temporary view" in query
+                and "rand()" in query):
+            made.append(query)
+            if len(made) == 1:
+                original(self, f"reset {key}")  # the second model ends
+                result = original(self, query, *args, **kwargs)
+                original(self, f"set {key}=true")  # the third model stages
+                return result
+        return original(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(SparkSession, "sql", sql)
+    run = run_dbt(["run"], project, "spark", PROFILES_DIR, vars={"v": "b"})
+    monkeypatch.undo()
+    assert run.success, [r.message for r in run.results]
+    rows = {r.id: r.v for r in spark.sql(f"select id, v from {s}.rnd_{phase}").collect()}
+    stats = run.stats(f"rnd_{phase}")
+    new_keys = set(rows) - set(before)
+    changed = {k for k in before if rows[k] != before[k]}
+    assert (stats["inserted"], stats["updated"], stats["total"]) == (
+        len(new_keys), len(changed), len(rows)), stats
+    assert len(made) == 2, made  # made again once
+    spark.sql(f"reset {key}")
+
+
+@pytest.mark.spark
 @pytest.mark.parametrize("strategy", ["upsert", "history"])
 def test_a_schema_listing_that_fails_does_not_rebuild_the_table(spark, tmp_path, monkeypatch,
                                                                 strategy):

@@ -195,8 +195,11 @@ def test_merge_dataframe_of_an_empty_dataframe(spark, kind):
 #: table; a MERGE's narrow changes inlined (no view made and dropped); a small changes cache
 #: without the three statements around the compression setting; no leftover listing for a
 #: table MERGE INTO writes (cow -4, mor -2, v3 -2, parquet -4; empty runs -1 on Iceberg).
-STATEMENTS = {"mor": 20, "cow": 15, "v3": 23, "parquet": 24}
-EMPTY_STATEMENTS = {"mor": 14, "cow": 14, "v3": 15, "parquet": 15}
+#: Since 2026-11-30 (CI: a view made while another thread had reset the setting was taken for
+#: pinned), one more in every run: the staged view's plan is read twice to prove it pinned
+#: instead of the setting once (create_work_relation, _view_plan_is_stored).
+STATEMENTS = {"mor": 21, "cow": 16, "v3": 24, "parquet": 25}
+EMPTY_STATEMENTS = {"mor": 15, "cow": 15, "v3": 16, "parquet": 16}
 
 
 @pytest.mark.spark
