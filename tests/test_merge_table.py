@@ -464,6 +464,32 @@ def test_soft_deletes_begun_on_an_existing_table(con, columns_in_source):
     assert len({s[1] for s in stamps}) == 2  # one per merge
 
 
+@pytest.mark.parametrize("flag, stamp", [("boolean", "timestamptz"), ("boolean", "timestamp_ns"),
+                                         ("boolean", "date"), ("integer", "timestamp")])
+def test_soft_delete_columns_of_another_type_the_source_lacks(flag, stamp):
+    """A table whose soft-delete columns are not BOOLEAN and TIMESTAMP (a TIMESTAMPTZ deleted_at,
+    an INTEGER flag) and a source without them: the merge failed with DuckDB's binder error
+    (`Referenced column "deleted_at" not found in FROM clause`), since the columns it adds were
+    typed boolean and timestamp and so 'converted' from a stage that lacks them. Now typed as
+    the table's: the merge does what it does for a source that has them."""
+    results = {}
+    for has in (True, False):
+        con = duckdb.connect()
+        con.execute(f"create table t (id bigint, v varchar, is_deleted {flag}, deleted_at {stamp})")
+        con.execute(f"insert into t values (1, 'a', false::{flag}, null), (2, 'b', false::{flag}, null)")
+        named = f", false::{flag} as is_deleted, null::{stamp} as deleted_at" if has else ""
+        source = f"select 1::bigint as id, 'A' as v{named} union all select 4, 'd'{named and ', false, null'}"
+        result = merge_table(con, source, "t", "id", "full_merge", max_delete_fraction=1,
+                             soft_delete_column="is_deleted", soft_delete_timestamp_column="deleted_at")
+        rows = con.execute("select id, v, is_deleted::boolean, deleted_at is not null, "
+                           "typeof(is_deleted), typeof(deleted_at) from t order by id").fetchall()
+        results[has] = (result.as_dict(), rows)
+    assert results[False] == results[True]
+    assert results[False][0] == {"inserted": 1, "updated": 1, "deleted": 1, "unchanged": 0, "total": 3}
+    assert [r[:4] for r in results[False][1]] == [
+        (1, "A", False, False), (2, "b", True, True), (4, "d", False, False)]
+
+
 # ------------------------------------------------------------------ another thread (item 11)
 
 IN_USE = ("another thread is using this connection (DuckDB refused a call of the merge: "

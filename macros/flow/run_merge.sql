@@ -60,7 +60,7 @@
     {% set target_columns = described.columns %}
     {% set target_names = target_columns | map(attribute='name') | list %}
     {% set brought = source_columns | list %}
-    {% for extra in dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list) %}
+    {% for extra in dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list, target_columns) %}
       {% set kept = target_columns | selectattr('name', 'equalto', dbt_merge._find_column(extra.column.name, target_names)) | list %}
       {% do brought.append(kept[0] if kept else extra.column) %}
     {% endfor %}

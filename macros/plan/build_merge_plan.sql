@@ -9,7 +9,8 @@
 -#}
 {% macro build_merge_plan(cfg, relations, source_columns, schema, session=none) %}
   {#- soft_delete_column (and its timestamp) the SELECT lacks: added to it as live (false, NULL) -#}
-  {% set extras = dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list) %}
+  {% set extras = dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list,
+                                                schema.target_columns if schema is not none else none) %}
   {% set source_columns = source_columns + extras | map(attribute='column') | list %}
   {% set source_names = source_columns | map(attribute='name') | list %}
   {% set target_names = source_names if schema is none else schema.names %}
@@ -262,20 +263,26 @@
 {% endmacro %}
 
 
-{#- [{column (a dbt Column), sql}] for the soft-delete columns the SELECT lacks. -#}
-{% macro _soft_delete_extras(cfg, source_names) %}
+{#- [{column (a dbt Column), sql}] for the soft-delete columns the SELECT lacks. Typed as the
+    target's column when it has one (`target_columns`, dbt Columns; a TIMESTAMPTZ deleted_at gets
+    a TIMESTAMPTZ NULL), else boolean and timestamp. -#}
+{% macro _soft_delete_extras(cfg, source_names, target_columns=none) %}
   {% set extras = [] %}
   {% if cfg.soft_delete %}
+    {% set target_names = (target_columns or []) | map(attribute='name') | list %}
     {% for name, data_type, value in [(cfg.soft_delete.column, 'boolean', 'false'),
                                       (cfg.soft_delete.timestamp_column, 'timestamp', 'null')] %}
       {% if name and dbt_merge._find_column(name, source_names) is none %}
-        {% do extras.append({'column': api.Column.create(name, data_type),
-                             'sql': 'cast(' ~ value ~ ' as ' ~ data_type ~ ')'}) %}
+        {% set kept = (target_columns or []) | selectattr('name', 'equalto', dbt_merge._find_column(name, target_names)) | list %}
+        {% set typed = kept[0].dtype if kept else data_type %}
+        {% do extras.append({'column': api.Column.create(name, typed),
+                             'sql': 'cast(' ~ value ~ ' as ' ~ typed ~ ')'}) %}
       {% endif %}
     {% endfor %}
   {% endif %}
   {{ return(extras) }}
 {% endmacro %}
+
 
 
 {#- Refuse a condition naming a column that neither side has (DBT_INTERNAL_SOURCE.<c> must be a

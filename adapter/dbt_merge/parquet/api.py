@@ -580,7 +580,8 @@ class _Merge:
         if target_columns is not None:
             # the soft-delete columns the source lacks are columns of the merged rows (live:
             # false, NULL): on_schema_change adds them to the dataset as it adds the source's
-            extras = self.m.get("_soft_delete_extras")(self.cfg, [c.name for c in source_columns])
+            extras = self.m.get("_soft_delete_extras")(self.cfg, [c.name for c in source_columns],
+                                                       target_columns)
             schema = self.m.plan_schema_changes(
                 self.cfg["on_schema_change"],
                 _Relation("", "", str(self.root), q.quote(str(self.root))),
