@@ -322,7 +322,8 @@ class SparkRunner:
         """Whether a commit of this call that no snapshot of `relation` carries was lost rather
         than expired or staged: the table is Iceberg, the session stages no writes (WAP), and a
         snapshot that `main` descends from and that became current before the call
-        (`started_ms`, epoch milliseconds) is still in its history, so no expiry removed the
+        (`started_ms`, epoch milliseconds, by the driver's clock, which stamps the call's
+        commit too) is still in its history, so no expiry removed the
         snapshots around it (an expired commit also has no mark, and its rows may be in the
         table; a snapshot a tag or branch keeps does not count)."""
         from pyspark.errors import AnalysisException
@@ -333,7 +334,7 @@ class SparkRunner:
         try:
             rows = self.spark.sql(
                 f"select count(*) from {relation}.history where is_current_ancestor"
-                f" and made_current_at < timestamp_millis({int(started_ms)})"
+                f" and made_current_at <= timestamp_millis({int(started_ms)})"
             ).collect()
         except AnalysisException:
             return False
