@@ -36,7 +36,8 @@
       end of its model) between this `set` and the view would unpin this view. So once the view
       exists, it is read whether the view is pinned (_view_plan_is_stored: its plan analyzed
       twice is the same plan), and the view made again while it is not (a few times; then the
-      run is refused rather than merged from a plan that can change). Reading the setting again
+      run is refused rather than merged from a plan that can change; a session whose plans
+      show no expression ids is refused, naming the setting that hides them). Reading the setting again
       instead was not enough: a third thread's `set` after the reset and before the read showed
       `true` for a view made while it was off (CI, 4 threads: a first run counted 209 rows
       inserted into a table that held 199). `pin`: 'checked'
@@ -45,14 +46,25 @@
       makes from the stage; a plan analyzed again reads the same, so the setting is left as the
       stage's `set` left it (one statement fewer). -#}
   {% set key = 'spark.sql.legacy.storeAnalyzedPlanForView' %}
-  {% set pinned = namespace(done=false) %}
-  {% for attempt in range(5) if not pinned.done %}
+  {% set pinned = namespace(done=false, unreadable=false) %}
+  {% for attempt in range(5) if not pinned.done and not pinned.unreadable %}
     {% if pin != 'stage' %}
       {% do dbt_merge.keep_session_conf({key: 'true'}) %}
     {% endif %}
     {% do dbt_merge.run_statement('create or replace temporary view ' ~ relation ~ ' as ' ~ select_sql) %}
-    {% set pinned.done = pin != 'checked' or dbt_merge._view_plan_is_stored(relation, key) %}
+    {% set stored = dbt_merge._view_plan_is_stored(relation) if pin == 'checked' else true %}
+    {% set pinned.done = stored == true %}
+    {% set pinned.unreadable = stored is none %}
   {% endfor %}
+  {% if pinned.unreadable %}
+    {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}
+    {{ dbt_merge.raise_merge_error("this Spark session prints query plans without their expression ids (the number after # in "
+        ~ "`id#12L`), so the merge cannot tell whether its staged SELECT keeps the rows the checks saw until the "
+        ~ "write (a view that another thread's reset of " ~ key ~ " left unpinned is read anew at each step). "
+        ~ "A spark.sql.redaction.string.regex that matches them, or a spark.sql.maxPlanStringLength too small to "
+        ~ "print them, does this: narrow the regex (or raise the length) for the session that runs the merge, "
+        ~ "then run this model again. The target was not changed.") }}
+  {% endif %}
   {% if not pinned.done %}
     {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}
     {{ dbt_merge.raise_merge_error("something else in this Spark session set " ~ key ~ " back each time "
@@ -67,34 +79,29 @@
 {% endmacro %}
 
 {#- Spark: whether a temporary view keeps the plan analyzed when it was made
-    (storeAnalyzedPlanForView) rather than its SQL text. A view that keeps its text is parsed and
-    analyzed again at every read, each time with new expression ids (and a new seed for rand()),
-    so the analyzed plans of two reads differ; a view that keeps its plan gives the same plan,
-    ids and all, each time. Read with LIMIT 0, which the optimizer makes an empty relation: no
-    scan is planned (12 ms a read against 200 ms for a plain EXPLAIN of a two-table join on
-    Iceberg). A plan Spark prints cut short (spark.sql.maxPlanStringLength) is printed again in
-    full; one whose analyzed section cannot be read (redacted, no ids printed) falls back to
-    reading the setting (`key`), which a third thread's `set` can make look right. -#}
-{% macro _view_plan_is_stored(relation, key) %}
-  {% set explain = 'explain extended select * from ' ~ relation ~ ' limit 0' %}
-  {% set head, tail = '== Analyzed Logical Plan ==', '== Optimized Logical Plan ==' %}
-  {% set sections = [] %}
+    (storeAnalyzedPlanForView) rather than its SQL text: true, false, or none when the session
+    prints plans without expression ids. A view that keeps its text is parsed and analyzed again
+    at every read, each time with new expression ids, so two plans of a read differ; a view that
+    keeps its plan gives the same plan, ids and all, each time. Read with LIMIT 0, which the
+    optimizer makes an empty relation over the view's output (`LocalTableScan <empty>, [id#12L,
+    ...]`): no scan is planned (12 ms a read against 200 ms for a plain EXPLAIN of a two-table
+    join on Iceberg), and the ids come first, before any cut of spark.sql.maxPlanStringLength,
+    which is therefore never changed here. Whole texts are compared, no section looked for (a
+    string literal of the SELECT can print a section's header). No id printed at all (a
+    spark.sql.redaction.string.regex that hides them, a plan cut before them): none, never a
+    guess from the setting (red team helper-44: a third thread's `set` made that guess right
+    for views made while the setting was off; counts off by up to 54 of 541 rows). -#}
+{% macro _view_plan_is_stored(relation) %}
+  {% set explain = 'explain select * from ' ~ relation ~ ' limit 0' %}
+  {% set texts = [] %}
   {% for attempt in range(2) %}
     {% set text = dbt_merge.run_sql(explain, 'dbt_merge_conf').rows | map(attribute=0) | join('\n') %}
-    {% if dbt_merge._plan_cut_short(text) %}
-      {% set text = dbt_merge._explain_at_full_length(explain, 'dbt_merge_conf') %}
+    {% if not modules.re.search('#\\d', text) %}
+      {{ return(none) }}
     {% endif %}
-    {% if text.count(head) == 1 and text.count(tail) == 1 %}
-      {% set analyzed = text.split(head)[1].split(tail)[0] %}
-      {% do sections.append(analyzed if modules.re.search('#\\d+', analyzed) else none) %}
-    {% else %}
-      {% do sections.append(none) %}
-    {% endif %}
+    {% do texts.append(text) %}
   {% endfor %}
-  {% if none in sections %}
-    {{ return(dbt_merge.run_sql('set ' ~ key, 'dbt_merge_conf').rows[0][1] | string | lower == 'true') }}
-  {% endif %}
-  {{ return(sections[0] == sections[1]) }}
+  {{ return(texts[0] == texts[1]) }}
 {% endmacro %}
 
 {#- Spark: `cache lazy table relation`, its columns stored without compression. The cache holds

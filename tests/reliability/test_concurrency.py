@@ -329,6 +329,63 @@ def test_a_view_made_unpinned_is_made_again_though_a_third_thread_set_the_settin
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("hidden", ["redaction", "header"])
+def test_a_view_whose_pin_cannot_be_read_is_refused_or_proved(spark, tmp_path, monkeypatch,
+                                                              hidden):
+    """Red team helper-44: the pin was read from the setting when the plan text could not be
+    read: a redaction regex hiding expression ids, or a SELECT whose string literal prints a
+    plan section's header. With another thread's reset before the CREATE and its `set` after,
+    a rand() first run then reported 488 inserted into a table holding 513. Now: ids hidden,
+    the run is refused naming the setting, nothing built; a header in the SELECT changes
+    nothing (whole texts compared): made again, counts right."""
+    from pyspark.sql import SparkSession
+
+    key = "spark.sql.legacy.storeAnalyzedPlanForView"
+    s = "rel_pin3"
+    name = f"unread_{hidden}"
+    spark.sql(f"create database if not exists {s}")
+    spark.sql(f"drop table if exists {s}.{name}")
+    note = "'== Optimized Logical Plan ==' as note, " if hidden == "header" else ""
+    select = f"select id, {note}cast(rand() * 1000 as int) as v from range(2000) where rand() < 0.5"
+    project = make_project(tmp_path / "proj", f"pin_{hidden}", {name: model_sql(
+        {"strategy": "upsert", "unique_key": "id", "schema": s, "file_format": "iceberg"},
+        select)})
+    original, made = SparkSession.sql, []
+
+    def sql(self, query, *args, **kwargs):
+        if (isinstance(query, str) and "create or replace temporary view" in query
+                and "rand()" in query):
+            made.append(query)
+            if len(made) == 1:
+                original(self, f"reset {key}")
+                result = original(self, query, *args, **kwargs)
+                original(self, f"set {key}=true")
+                return result
+        return original(self, query, *args, **kwargs)
+
+    if hidden == "redaction":
+        spark.conf.set("spark.sql.redaction.string.regex", "#\\d+")
+    monkeypatch.setattr(SparkSession, "sql", sql)
+    try:
+        run = run_dbt(["run"], project, "spark", PROFILES_DIR)
+    finally:
+        monkeypatch.undo()
+        spark.conf.unset("spark.sql.redaction.string.regex")
+        spark.sql(f"reset {key}")
+    if hidden == "redaction":
+        assert not run.success
+        said = " ".join(r.message or "" for r in run.results)
+        assert "prints query plans without their expression ids" in said, said
+        assert "spark.sql.redaction.string.regex" in said, said
+        assert not spark.catalog.tableExists(f"{s}.{name}")
+        return
+    assert run.success, [r.message for r in run.results]
+    rows = spark.sql(f"select count(*) from {s}.{name}").collect()[0][0]
+    assert run.stats(name)["inserted"] == rows
+    assert len(made) == 2, made
+
+
+@pytest.mark.spark
 @pytest.mark.parametrize("strategy", ["upsert", "history"])
 def test_a_schema_listing_that_fails_does_not_rebuild_the_table(spark, tmp_path, monkeypatch,
                                                                 strategy):
