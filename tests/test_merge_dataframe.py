@@ -1066,6 +1066,25 @@ def test_a_call_whose_commit_the_catalog_lost_is_refused_not_reported(spark):
 
 
 @pytest.mark.spark
+def test_an_integer_soft_delete_flag_is_refused_on_spark(spark):
+    """Red team helper-46: an INT flag (which DuckDB takes as 1 and 0) failed on Spark's raw
+    DATATYPE_MISMATCH for coalesce(flag, false). Refused naming the column, its type and that
+    it must be BOOLEAN; the table as it was."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.int_flag_{int(time.time() * 1000)}"
+    spark.sql(f"create table {table} (id bigint, v string, is_deleted int) using iceberg")
+    spark.sql(f"insert into {table} values (1, 'a', 0), (2, 'b', 0)")
+    with pytest.raises(MergeError, match="soft_delete_column 'is_deleted' is INT in the target"
+                                         ".* must be BOOLEAN\\."):
+        merge_dataframe(spark.sql("select cast(1 as bigint) as id, 'A' as v"), table,
+                        key_columns="id", strategy="full_merge", max_delete_fraction=1,
+                        soft_delete_column="is_deleted")
+    assert sorted(tuple(r) for r in spark.table(table).collect()) == [(1, "a", 0), (2, "b", 0)]
+
+
+@pytest.mark.spark
 def test_a_lost_commit_into_a_table_written_just_before_the_call_is_refused(spark, monkeypatch):
     """The call's MERGE reports done but its commit never reaches the table (as when a catalog
     without atomic commits loses it; here the statement is swallowed), into a table last written

@@ -490,6 +490,25 @@ def test_soft_delete_columns_of_another_type_the_source_lacks(flag, stamp):
         (1, "A", False, False), (2, "b", True, True), (4, "d", False, False)]
 
 
+@pytest.mark.parametrize("flag, stamp, said", [
+    ("varchar", "timestamp", "soft_delete_column 'is_deleted' is VARCHAR"),
+    ("double", "timestamp", "soft_delete_column 'is_deleted' is DOUBLE"),
+    ("boolean", "integer", "soft_delete_timestamp_column 'deleted_at' is INTEGER")])
+def test_soft_delete_columns_of_a_type_the_merge_cannot_use_are_refused(flag, stamp, said):
+    """Red team helper-46: a flag that is neither BOOLEAN nor an integer type, or a time column
+    that cannot hold a time, failed on DuckDB's binder or conversion error. Refused naming the
+    column, its type and the fix, the table as it was."""
+    con = duckdb.connect()
+    con.execute(f"create table t (id bigint, v varchar, is_deleted {flag}, deleted_at {stamp})")
+    con.execute("insert into t (id, v) values (1, 'a'), (2, 'b')")
+    with pytest.raises(MergeError, match=said + ".* The target was not changed"):
+        merge_table(con, "select 1::bigint as id, 'A' as v", "t", "id", "full_merge",
+                    max_delete_fraction=1, soft_delete_column="is_deleted",
+                    soft_delete_timestamp_column="deleted_at")
+    assert con.execute("select * from t order by id").fetchall() == [
+        (1, "a", None, None), (2, "b", None, None)]
+
+
 # ------------------------------------------------------------------ another thread (item 11)
 
 IN_USE = ("another thread is using this connection (DuckDB refused a call of the merge: "

@@ -9,6 +9,9 @@
 -#}
 {% macro build_merge_plan(cfg, relations, source_columns, schema, session=none) %}
   {#- soft_delete_column (and its timestamp) the SELECT lacks: added to it as live (false, NULL) -#}
+  {% if cfg.soft_delete and schema is not none %}
+    {% do dbt_merge._check_soft_delete_types(cfg, relations.target, schema.target_columns) %}
+  {% endif %}
   {% set extras = dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list,
                                                 schema.target_columns if schema is not none else none) %}
   {% set source_columns = source_columns + extras | map(attribute='column') | list %}
@@ -283,6 +286,40 @@
   {{ return(extras) }}
 {% endmacro %}
 
+
+
+{#- Refuse a table whose soft-delete column cannot take what the merge writes and reads there,
+    naming it, its type and the fix, before the engine's own error: the flag is set true and
+    read as coalesce(flag, false), so BOOLEAN (DuckDB also takes an integer type, as 1 and 0);
+    the time is set to the merge's current_timestamp, so a timestamp, a date, a time or a
+    string type. Types that work are never refused (red team helper-46: the rest failed raw). -#}
+{% macro _check_soft_delete_types(cfg, target, target_columns) %}
+  {% set names = target_columns | map(attribute='name') | list %}
+  {% set integers = ['tinyint', 'smallint', 'integer', 'int', 'bigint', 'hugeint', 'utinyint', 'usmallint',
+                     'uinteger', 'ubigint', 'uhugeint', 'int1', 'int2', 'int4', 'int8'] %}
+  {% for option, name in [('soft_delete_column', cfg.soft_delete.column),
+                          ('soft_delete_timestamp_column', cfg.soft_delete.timestamp_column)] if name %}
+    {% set found = target_columns | selectattr('name', 'equalto', dbt_merge._find_column(name, names)) | list %}
+    {% set dtype = (found[0].dtype | string | lower | trim) if found else none %}
+    {% if dtype is not none %}
+      {% if option == 'soft_delete_column' %}
+        {% set fits = dtype in ['boolean', 'bool', 'logical'] or (adapter.type() == 'duckdb' and dtype in integers) %}
+        {% set wanted = 'BOOLEAN' ~ (' (or an integer type, which takes 1 and 0)' if adapter.type() == 'duckdb' else '') %}
+        {% set writes = 'sets it true and reads NULL as false' %}
+      {% else %}
+        {% set fits = dtype.startswith('time') or dtype in ['date', 'datetime', 'string', 'text']
+                      or dtype.startswith('varchar') or dtype.startswith('char') %}
+        {% set wanted = 'a TIMESTAMP (with or without time zone), DATE or string type' %}
+        {% set writes = 'sets it to the time of the soft delete' %}
+      {% endif %}
+      {% if not fits %}
+        {{ dbt_merge.raise_merge_error(option ~ " '" ~ found[0].name ~ "' is " ~ found[0].dtype | upper ~ " in the target "
+            ~ target ~ ": the merge " ~ writes ~ ", so it must be " ~ wanted ~ ". Change the column's type "
+            ~ "(or rebuild the table with --full-refresh), or name a column of such a type. The target was not changed.") }}
+      {% endif %}
+    {% endif %}
+  {% endfor %}
+{% endmacro %}
 
 
 {#- Refuse a condition naming a column that neither side has (DBT_INTERNAL_SOURCE.<c> must be a

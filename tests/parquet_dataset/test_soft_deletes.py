@@ -115,3 +115,62 @@ def test_one_merge_stamps_one_deletion_time(tmp_path):
     stamps = {r["gone_at"] for r in got if r["gone"]}
     assert len(stamps) == 1, sorted(stamps)
     assert started <= next(iter(stamps)) <= finished
+
+
+# ------------------------------------------------- the dataset's own soft-delete column types
+
+
+def _two_files(root: Path, flag: str, stamp: str) -> None:
+    con = duckdb.connect()
+    for n, rows in enumerate(("(1, 'a'), (2, 'b')", "(3, 'c'), (4, 'd')")):
+        con.execute(f"copy (select id, v, {'null' if flag == 'date' else 'false'}::{flag} as flag, null::{stamp} as ts from "
+                    f"(values {rows}) t(id, v)) to '{root}/part-{n}.parquet'")
+
+
+def test_a_date_or_string_deleted_at_keeps_its_type_in_every_file(tmp_path):
+    """Red team helper-46: a soft delete stamped a DATE (or VARCHAR) deleted_at of a dataset
+    with the merge's TIMESTAMP, so the file rewritten held a timestamp and the untouched one a
+    date: a dataset of mixed types (a VARCHAR one failed on DuckDB's binder error). The stamp is
+    now cast to the column's type, as a table's UPDATE stores it."""
+    import pyarrow.parquet as pq
+    from dbt_merge.parquet import merge_parquet_dataset
+
+    for stamp, arrow_type in (("date", pa.date32()), ("varchar", pa.string())):
+        root = tmp_path / stamp
+        root.mkdir()
+        _two_files(root, "boolean", stamp)
+        result = merge_parquet_dataset(
+            pa.table({"id": [1, 3, 4], "v": ["a", "c", "d"]}), str(root), "id", "full_merge",
+            soft_delete_column="flag", soft_delete_timestamp_column="ts", max_delete_fraction=1)
+        assert (result["deleted"], result["unchanged"], result["total"]) == (1, 3, 4)
+        types = {pq.read_schema(f).field("ts").type for f in root.rglob("*.parquet")}
+        assert types == {arrow_type}, (stamp, types)
+        stamped = [r for r in duckdb.sql(f"select id, ts from read_parquet('{root}/**/*.parquet')"
+                                         ).fetchall() if r[1] is not None]
+        assert [r[0] for r in stamped] == [2], stamped
+        if stamp == "date":
+            assert stamped[0][1] == datetime.date.today() or (
+                datetime.date.today() - stamped[0][1]).days <= 1
+
+
+def test_a_soft_delete_column_of_a_type_the_merge_cannot_use_is_refused(tmp_path):
+    """Red team helper-46: a VARCHAR or DATE flag failed on DuckDB's binder error. Refused naming
+    the column, its type and the fix; the dataset as it was."""
+    from dbt_merge.parquet import ParquetMergeError, merge_parquet_dataset
+
+    for flag in ("varchar", "date"):
+        root = tmp_path / flag
+        root.mkdir()
+        _two_files(root, flag, "timestamp")
+        before = fingerprint(root)
+        try:
+            merge_parquet_dataset(pa.table({"id": [1], "v": ["a"]}), str(root), "id",
+                                  "full_merge", soft_delete_column="flag",
+                                  max_delete_fraction=1)
+        except ParquetMergeError as error:
+            said = str(error)
+        else:
+            raise AssertionError(f"{flag}: merged")
+        assert f"soft_delete_column 'flag' is {flag.upper()}" in said, said
+        assert "must be BOOLEAN" in said, said
+        assert fingerprint(root) == before

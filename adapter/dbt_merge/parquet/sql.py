@@ -366,8 +366,10 @@ class Images:
         if self.soft_delete and lower == self.soft_delete.lower():
             return f"case when {self.deleted()} then true else {value} end"
         if self.soft_delete_timestamp and lower == self.soft_delete_timestamp.lower():
+            # as the column's type: a DATE or VARCHAR column's rewritten files keep their type
+            # (before: the TIMESTAMP of the CASE, a dataset of mixed types; red team helper-46)
             now = self.now or "cast(current_timestamp as timestamp)"
-            return f"case when {self.deleted()} then {now} else {value} end"
+            return f"case when {self.deleted()} then cast({now} as {col.dtype}) else {value} end"
         return value
 
     def moved(self) -> str | None:
