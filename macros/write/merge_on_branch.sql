@@ -248,7 +248,7 @@
     {% if not moved %}
       {#- Iceberg's fast-forward refuses, atomically, a main that is no longer an ancestor of the
           branch; the Python door reports that ('moved'), SQL fails the statement -#}
-      {% set moved = dbt_merge._iceberg_branch(plan.target, 'fast_forward', branch) == 'moved' %}
+      {% set moved = dbt_merge._iceberg_branch(plan.target, 'fast_forward', branch, pinned) == 'moved' %}
     {% endif %}
     {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
     {% if moved %}
@@ -599,7 +599,12 @@
 {#- Make (at `snapshot`), fast-forward main to, or drop the run's branch `name` of the Iceberg
     table `relation`: through the Python door's Iceberg calls when it gives them
     (dbt_merge_branches), else in SQL (Iceberg's SQL extensions). Returns 'ok', or for a
-    fast-forward the door found main moved, 'moved' (in SQL Iceberg fails the statement). -#}
+    fast-forward the door found main moved, 'moved' (in SQL Iceberg fails the statement).
+    A fast-forward's `snapshot` is the one main must be at, the run's read: the door moves main
+    only from it (one compare-and-set commit). SQL has no such move: Iceberg's procedure takes
+    any main the branch descends from, so a rollback of main in the instant before it would be
+    undone; the table's history is read after it (_check_fast_forward) and such a run fails
+    saying so, its branch dropped. -#}
 {% macro _iceberg_branch(relation, action, name, snapshot=none) %}
   {% if dbt_merge_branches is defined %}
     {{ return(dbt_merge_branches.run(relation, action, name, snapshot)) }}
@@ -610,6 +615,9 @@
   {% elif action == 'fast_forward' %}
     {% do dbt_merge.run_statement('call spark_catalog.system.fast_forward(' ~ dbt_merge._sql_string(relation | string)
         ~ ", 'main', " ~ dbt_merge._sql_string(name) ~ ')', 'dbt_merge_branch') %}
+    {% if snapshot is not none %}
+      {% do dbt_merge._check_fast_forward(relation, name, snapshot) %}
+    {% endif %}
   {% elif action == 'drop' %}
     {% do dbt_merge.run_statement('alter table ' ~ relation ~ ' drop branch if exists ' ~ dbt_merge.quote_identifier(name),
         'dbt_merge_branch') %}
@@ -617,4 +625,32 @@
     {{ dbt_merge.raise_merge_error("no branch action '" ~ action ~ "'.") }}
   {% endif %}
   {{ return('ok') }}
+{% endmacro %}
+
+{#- After a fast-forward in SQL of main to the run's branch `name`, whose read was `read`: the
+    entry of the table's history before the one that made the branch's head current must be
+    `read`. Another one there (a rollback of main, set_current_snapshot) was undone by the
+    fast-forward: the run fails saying so, with the snapshot to roll back to, its branch dropped.
+    The history is read in the order Iceberg logged it (sorted by time, ties kept in that order). -#}
+{% macro _check_fast_forward(relation, name, read) %}
+  {#- one statement: every entry of the history, each with main's snapshot now -#}
+  {% set rows = dbt_merge.run_sql('select cast(h.snapshot_id as string), h.made_current_at, cast(r.snapshot_id as string) from '
+      ~ relation ~ '.history as h cross join (select snapshot_id from ' ~ relation ~ ".refs where name = 'main') as r",
+      'dbt_merge_describe').rows | sort(attribute=1) | list %}
+  {% set ids = rows | map(attribute=0) | list %}
+  {% set published = rows[0][2] if rows else none %}
+  {% set positions = [] %}
+  {% for id in ids %}
+    {% if id == published %}{% do positions.append(loop.index0) %}{% endif %}
+  {% endfor %}
+  {% set before = ids[positions[-1] - 1] if positions and positions[-1] > 0 else none %}
+  {% if before is not none and before != read | string %}
+    {% do dbt_merge._iceberg_branch(relation, 'drop', name) %}
+    {{ dbt_merge.raise_merge_error("this run published its commit " ~ published ~ " to " ~ relation ~ " by fast-forwarding "
+        ~ "main from snapshot " ~ read ~ ", the one it read and counted, but main had been set to snapshot " ~ before
+        ~ " in between (a rollback or set_current_snapshot by another job), and the fast-forward undid that: main "
+        ~ "now holds this run's rows on top of snapshot " ~ read ~ ". If the change to " ~ before ~ " was meant, run "
+        ~ "CALL spark_catalog.system.rollback_to_snapshot('" ~ relation ~ "', " ~ before ~ ") (which also removes "
+        ~ "this run's commit), then run this model again.") }}
+  {% endif %}
 {% endmacro %}

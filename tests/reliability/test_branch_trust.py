@@ -557,6 +557,39 @@ def test_another_writer_just_before_the_fast_forward(spark, monkeypatch):
     assert marks(spark, table) == {}
 
 
+def test_a_rollback_just_before_the_fast_forward_is_kept(spark, monkeypatch):
+    """Another job rolls main back to an older snapshot after the run's last look at main and
+    before its fast-forward. Iceberg's fast-forward takes any main the branch descends from, so
+    the run published over the rollback, undoing it, and reported success (red team helper-43).
+    The door now moves main only from the snapshot it read (one compare-and-set commit): the
+    package's message, main the rolled-back snapshot, no branch, no mark of the run."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+    from dbt_merge.spark import session as spark_session
+
+    table = make(spark, "ff_rollback", [(1, "a"), (2, "b")])
+    first = main_snapshot(spark, table)
+    spark.createDataFrame([(5, "e")], COLUMNS).writeTo(table).append()
+    original = spark_session.SparkRunner.branch
+
+    def branch(self, relation, action, name, snapshot=None):
+        if action == "fast_forward":
+            other = threading.Thread(target=lambda: spark.sql(
+                f"call spark_catalog.system.rollback_to_snapshot('{table}', {first})").collect())
+            other.start()
+            other.join()
+        return original(self, relation, action, name, snapshot)
+
+    monkeypatch.setattr(spark_session.SparkRunner, "branch", branch)
+    with pytest.raises(MergeError, match=CONCURRENT):
+        merge_dataframe(spark.createDataFrame([(1, "A"), (3, "c")], COLUMNS), table,
+                        key_columns="id")
+    spark.sql(f"refresh table {table}")
+    assert main_snapshot(spark, table) == first
+    assert rows_of(spark, table) == [(1, "a"), (2, "b")]
+    assert branches(spark, table) == []
+    assert marks(spark, table) == {}
+
+
 def test_a_repeated_key_in_a_small_dataframe_leaves_nothing(spark):
     """A key twice in a 3-row DataFrame: the package's message; no branch, no table property
     of the run (today dbt_merge.branch stayed set), the table as it was."""
@@ -629,6 +662,8 @@ def test_dbt_runs_against_a_stale_cache_another_run_and_history(db, tmp_path):
       refuse the key held twice;
     - ff: another writer commits just before the model's fast-forward: Iceberg's refusal, the
       table the other writer's (the limit of a dbt macro, documented in docs/errors.md);
+    - rollback: another job rolls main back just before the fast-forward: the run fails saying
+      its fast-forward undid the rollback and how to roll back again;
     - v1: a format 1 table set to merge-on-read: refused with the fix."""
     from dbt_merge.spark import merge_dataframe
 
@@ -636,6 +671,9 @@ def test_dbt_runs_against_a_stale_cache_another_run_and_history(db, tmp_path):
     make(spark, "d_stale", [(1, "a"), (2, "b")])
     make(spark, "d_raced", [(1, "a"), (2, "b")])
     make(spark, "d_ff", [(1, "a"), (2, "b")])
+    make(spark, "d_rollback", [(1, "a"), (2, "b")])
+    rolled_back_to = main_snapshot(spark, f"{DB}.d_rollback")
+    spark.createDataFrame([(5, "e")], COLUMNS).writeTo(f"{DB}.d_rollback").append()
     make(spark, "d_v1", [(1, "a")], {"format-version": "1", **MOR})
     make(spark, "d_upgraded", [(i, f"v{i}") for i in range(10)],
          {"format-version": "2", **MOR})
@@ -651,6 +689,7 @@ def test_dbt_runs_against_a_stale_cache_another_run_and_history(db, tmp_path):
         "d_stale": two,
         "d_raced": two,
         "d_ff": two,
+        "d_rollback": two,
         "d_v1": two,
         "d_upgraded": "select cast(1 as bigint) as id, 'x' as name union all select 2, 'y' "
                       "union all select 3, 'v3' union all select 20, 'n'",
@@ -677,6 +716,10 @@ def test_dbt_runs_against_a_stale_cache_another_run_and_history(db, tmp_path):
         if "system.fast_forward(" in sql and "d_ff" in sql and not fired:
             fired.append(sql)
             spark.sql(f"insert into {DB}.d_ff values (9, 'other')")
+        if "system.fast_forward(" in sql and "d_rollback" in sql and "rollback" not in raced:
+            raced["rollback"] = sql
+            spark.sql(f"call spark_catalog.system.rollback_to_snapshot('{DB}.d_rollback', "
+                      f"{rolled_back_to})").collect()
 
     run = run_dbt(["run", "--threads", "1"], root, "spark", PROFILES_DIR, callbacks=[callback])
     reader.join()
@@ -701,6 +744,14 @@ def test_dbt_runs_against_a_stale_cache_another_run_and_history(db, tmp_path):
     assert "Cannot fast-forward: main is not an ancestor of dbt_merge_" in said, said
     assert rows_of(spark, f"{DB}.d_ff") == [(1, "a"), (2, "b"), (9, "other")]
     assert len(branches(spark, f"{DB}.d_ff")) == 1
+    # a rollback in that instant: Iceberg's fast-forward takes it (main is an ancestor of the
+    # branch) and undid it, success reported (red team helper-43); SQL has no compare-and-set
+    # move, so the history read after it says so: the run fails naming the snapshot to roll
+    # back to, its commit in main, no branch left
+    said = message(run, "d_rollback")
+    assert "the fast-forward undid that" in said and str(rolled_back_to) in said, said
+    assert rows_of(spark, f"{DB}.d_rollback") == [(1, "A"), (2, "b"), (3, "c"), (5, "e")]
+    assert branches(spark, f"{DB}.d_rollback") == []
     said = message(run, "d_v1")
     assert "format version 1 with write.merge.mode=merge-on-read" in said, said
     assert rows_of(spark, f"{DB}.d_v1") == [(1, "a")]

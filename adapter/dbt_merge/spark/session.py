@@ -347,7 +347,10 @@ class SparkRunner:
         `snapshot`, fast-forward main to it, or drop it, through Iceberg's Java API on the table
         refreshed from its catalog, which needs no SQL extensions in the session. Returns 'ok',
         or 'moved' when a fast-forward finds main no longer an ancestor of the branch (another
-        writer committed: Iceberg refuses it atomically, nothing published). A commit that
+        writer committed: Iceberg refuses it atomically, nothing published), or, given
+        `snapshot` (the one the run read), no longer that snapshot (a commit or a rollback
+        since): the move is one compare-and-set commit of the table's metadata from the state
+        where main is `snapshot`, which the catalog refuses if the table changed meanwhile. A commit that
         another thread's commit through the same cached table beat is tried again, refreshed."""
         from py4j.protocol import Py4JJavaError
         from pyspark.errors.exceptions.captured import CapturedException
@@ -371,6 +374,21 @@ class SparkRunner:
                     # kept a day at most by the table's snapshot expiry, should no run drop it
                     snapshots.createBranch(name, int(snapshot)).setMaxRefAgeMs(
                         name, 86_400_000).commit()
+                elif action == "fast_forward" and snapshot is not None:
+                    # compare-and-set: main moves to the branch's head only from `snapshot`,
+                    # the one the run read. Iceberg's fast-forward alone takes any main that is
+                    # an ancestor of the branch, so a rollback of main to an older snapshot in
+                    # the instant before it was undone, success reported (red team helper-43)
+                    ops = table.operations()
+                    base = ops.refresh()
+                    main, head = base.ref("main"), base.ref(name)
+                    if main is None or str(main.snapshotId()) != str(snapshot):
+                        result = "moved"
+                        break
+                    if head is None:
+                        raise RuntimeError(f"the run's branch {name} of {relation} is gone")
+                    ops.commit(base, self.spark._jvm.org.apache.iceberg.TableMetadata.buildFrom(
+                        base).setBranchSnapshot(head.snapshotId(), "main").build())
                 elif action == "fast_forward":
                     snapshots.fastForwardBranch("main", name).commit()
                 elif table.refs().containsKey(name):
