@@ -188,14 +188,35 @@
 {% endmacro %}
 
 {#- The text of an EXPLAIN statement run with spark.sql.maxPlanStringLength raised for that one
-    statement, then put back as it was: for a plan Spark printed cut short (_plan_cut_short). -#}
+    statement, then put back as it was: for a plan Spark printed cut short (_plan_cut_short).
+    The setting is the session's, which other threads share: one that read it while another had
+    it raised put the raised value back at its end, and the user's length was gone (red team
+    helper-44, 4 threads). So the raised value carries the user's: 2,000,000,000 plus it, read
+    back by any thread as the user's, and every thread puts back the user's own; one whose
+    EXPLAIN ran after another had put it back runs it again (a few times). A length written so
+    that it cannot be read here (or too large to carry) is raised and put back as before. -#}
 {% macro _explain_at_full_length(explain, name) %}
   {% set setting = 'spark.sql.maxPlanStringLength' %}
-  {% set value = dbt_merge.run_sql('set ' ~ setting, name).rows[0][1] | string %}
-  {% do dbt_merge.keep_session_conf({setting: 2147483632}) %}
-  {% set text = dbt_merge.run_sql(explain, name).rows | map(attribute=0) | join('\n') %}
-  {% do dbt_merge.keep_session_conf({setting: value}) %}
-  {{ return(text) }}
+  {% set raised = 2000000000 %}
+  {% set value = dbt_merge.run_sql('set ' ~ setting, name).rows[0][1] | string | trim %}
+  {% set found = modules.re.match('^(\\d+)\\s*(b|k|kb|m|mb|g|gb)?$', value | lower) %}
+  {% set bytes = (found.group(1) | int) * {'': 1, 'b': 1, 'k': 1024, 'kb': 1024, 'm': 1048576, 'mb': 1048576,
+                                          'g': 1073741824, 'gb': 1073741824}[found.group(2) or ''] if found else none %}
+  {% if bytes is none or (bytes < raised and bytes > 147483632) %}
+    {% do dbt_merge.keep_session_conf({setting: 2147483632}) %}
+    {% set text = dbt_merge.run_sql(explain, name).rows | map(attribute=0) | join('\n') %}
+    {% do dbt_merge.keep_session_conf({setting: value}) %}
+    {{ return(text) }}
+  {% endif %}
+  {% set original = bytes - raised if bytes >= raised else bytes %}
+  {% set put_back = (original | string) if bytes >= raised else value %}
+  {% set result = namespace(text='') %}
+  {% for attempt in range(5) if attempt == 0 or dbt_merge._plan_cut_short(result.text) %}
+    {% do dbt_merge.keep_session_conf({setting: raised + original}) %}
+    {% set result.text = dbt_merge.run_sql(explain, name).rows | map(attribute=0) | join('\n') %}
+  {% endfor %}
+  {% do dbt_merge.keep_session_conf({setting: put_back}) %}
+  {{ return(result.text) }}
 {% endmacro %}
 
 {#- Whether Spark printed a plan cut short (spark.sql.maxPlanStringLength): it ends with

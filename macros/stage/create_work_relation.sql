@@ -261,6 +261,10 @@
     {#- the probe failed analysis (a non-deterministic SELECT): the target asked alone -#}
     {% set target_plan = dbt_merge.run_sql('explain cost select 1 from ' ~ target, 'dbt_merge_work_table').rows
                          | map(attribute=0) | join('\n') %}
+    {% if dbt_merge._plan_cut_short(target_plan) %}
+      {#- printed cut short, as the probe above (red team helper-44: refused as unreadable) -#}
+      {% set target_plan = dbt_merge._explain_at_full_length('explain cost select 1 from ' ~ target, 'dbt_merge_work_table') %}
+    {% endif %}
     {% set cached_target = dbt_merge._cached_v2_scans(target_plan, 0) %}
     {% if cached_target %}
       {% do dbt_merge._refuse_cached_target(target, cached_target) %}

@@ -386,6 +386,62 @@ def test_a_view_whose_pin_cannot_be_read_is_refused_or_proved(spark, tmp_path, m
 
 
 @pytest.mark.spark
+def test_a_short_plan_length_is_kept_and_read_in_full(spark, tmp_path, monkeypatch):
+    """The user's session prints plans cut short (spark.sql.maxPlanStringLength=400). Red team
+    helper-44: a non-deterministic SELECT into an existing table was refused (the target's plan,
+    asked alone, was never printed again in full); and a thread that read the length while
+    another had it raised put the raised value back, so the user's 400 was gone after a run
+    with 4 threads. Here another thread's raise is in place when the model reads the length:
+    the model still merges, and the session holds 400 after."""
+    from pyspark.sql import SparkSession
+
+    setting = "spark.sql.maxPlanStringLength"
+    s = "rel_plen"
+    spark.sql(f"create database if not exists {s}")
+    spark.sql(f"drop table if exists {s}.rnd_plen")
+    select = "select id, cast(rand() * 1000 as int) as v from range(200) where rand() < 0.5"
+    project = make_project(tmp_path / "proj", "plen", {"rnd_plen": model_sql(
+        {"strategy": "upsert", "unique_key": "id", "schema": s, "file_format": "iceberg"},
+        select)})
+    assert run_dbt(["run"], project, "spark", PROFILES_DIR).success
+    before = spark.sql(f"select count(*) from {s}.rnd_plen").collect()[0][0]
+    original, raised = SparkSession.sql, []
+
+    def sql(self, query, *args, **kwargs):
+        if (isinstance(query, str) and query.strip().endswith(f"set {setting}") and not raised):
+            raised.append(query)
+            original(self, f"set {setting}=2000000400")  # another thread's, under way
+        return original(self, query, *args, **kwargs)
+
+    spark.conf.set(setting, "400")
+    monkeypatch.setattr(SparkSession, "sql", sql)
+    try:
+        run = run_dbt(["run"], project, "spark", PROFILES_DIR)
+        left = spark.conf.get(setting)
+    finally:
+        monkeypatch.undo()
+        spark.conf.unset(setting)
+    assert run.success, [r.message for r in run.results]
+    assert raised
+    assert left == "400"
+    rows = spark.sql(f"select count(*) from {s}.rnd_plen").collect()[0][0]
+    stats = run.stats("rnd_plen")
+    assert (stats["inserted"], stats["total"]) == (rows - before, rows), stats
+    # and alone, no other thread: the target's plan printed again in full, merged
+    spark.conf.set(setting, "400")
+    try:
+        again = run_dbt(["run"], project, "spark", PROFILES_DIR)
+        left = spark.conf.get(setting)
+    finally:
+        spark.conf.unset(setting)
+    assert again.success, [r.message for r in again.results]
+    assert left == "400"
+    after = spark.sql(f"select count(*) from {s}.rnd_plen").collect()[0][0]
+    assert (again.stats("rnd_plen")["inserted"], again.stats("rnd_plen")["total"]) == (
+        after - rows, after)
+
+
+@pytest.mark.spark
 @pytest.mark.parametrize("strategy", ["upsert", "history"])
 def test_a_schema_listing_that_fails_does_not_rebuild_the_table(spark, tmp_path, monkeypatch,
                                                                 strategy):
