@@ -61,9 +61,9 @@
     {{ dbt_merge.raise_merge_error("this Spark session prints query plans without their expression ids (the number after # in "
         ~ "`id#12L`), so the merge cannot tell whether its staged SELECT keeps the rows the checks saw until the "
         ~ "write (a view that another thread's reset of " ~ key ~ " left unpinned is read anew at each step). "
-        ~ "A spark.sql.redaction.string.regex that matches them, or a spark.sql.maxPlanStringLength too small to "
-        ~ "print them, does this: narrow the regex (or raise the length) for the session that runs the merge, "
-        ~ "then run this model again. The target was not changed.") }}
+        ~ "A spark.sql.redaction.string.regex that matches part of a plan does this: narrow it so that it "
+        ~ "matches no plan text (or unset it) for the session that runs the merge, then run this model again. "
+        ~ "The target was not changed.") }}
   {% endif %}
   {% if not pinned.done %}
     {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}
@@ -80,23 +80,28 @@
 
 {#- Spark: whether a temporary view keeps the plan analyzed when it was made
     (storeAnalyzedPlanForView) rather than its SQL text: true, false, or none when the session
-    prints plans without expression ids. A view that keeps its text is parsed and analyzed again
-    at every read, each time with new expression ids, so two plans of a read differ; a view that
-    keeps its plan gives the same plan, ids and all, each time. Read with LIMIT 0, which the
-    optimizer makes an empty relation over the view's output (`LocalTableScan <empty>, [id#12L,
-    ...]`): no scan is planned (12 ms a read against 200 ms for a plain EXPLAIN of a two-table
-    join on Iceberg), and the ids come first, before any cut of spark.sql.maxPlanStringLength,
-    which is therefore never changed here. Whole texts are compared, no section looked for (a
-    string literal of the SELECT can print a section's header). No id printed at all (a
-    spark.sql.redaction.string.regex that hides them, a plan cut before them): none, never a
-    guess from the setting (red team helper-44: a third thread's `set` made that guess right
-    for views made while the setting was off; counts off by up to 54 of 541 rows). -#}
+    prints plans whose expression ids cannot be read. A view that keeps its text is parsed and
+    analyzed again at every read, each time with new expression ids, so two plans of a read
+    differ; a view that keeps its plan gives the same plan, ids and all, each time. EXPLAIN
+    EXTENDED of the view's LIMIT 0, which the optimizer makes an empty relation: no scan is
+    planned (12 ms a read against 200 ms for a plain EXPLAIN of a two-table join on Iceberg),
+    and its analyzed plan prints the view's ids (`View (`v`, [id#12L,...])`) whatever
+    spark.sql.debug.maxToStringFields (the physical plan alone prints none for an empty range,
+    or for one field). Whole texts are compared, no section looked for (a string literal of the
+    SELECT can print a section's header). A text cut short (spark.sql.maxPlanStringLength) is
+    printed again in full: a cut just after `id#1` made an unpinned view look pinned (red team
+    helper-45). Unreadable: a text that shows Spark's redaction (a regex can hide some ids and
+    leave a column named `r#1`) or no id at all; never a guess from the setting (red team
+    helper-44: a third thread's `set` made that guess right for views made while it was off). -#}
 {% macro _view_plan_is_stored(relation) %}
-  {% set explain = 'explain select * from ' ~ relation ~ ' limit 0' %}
+  {% set explain = 'explain extended select * from ' ~ relation ~ ' limit 0' %}
   {% set texts = [] %}
   {% for attempt in range(2) %}
     {% set text = dbt_merge.run_sql(explain, 'dbt_merge_conf').rows | map(attribute=0) | join('\n') %}
-    {% if not modules.re.search('#\\d', text) %}
+    {% if dbt_merge._plan_cut_short(text) %}
+      {% set text = dbt_merge._explain_at_full_length(explain, 'dbt_merge_conf') %}
+    {% endif %}
+    {% if dbt_merge._plan_cut_short(text) or '*********(redacted)' in text or not modules.re.search('#\\d', text) %}
       {{ return(none) }}
     {% endif %}
     {% do texts.append(text) %}

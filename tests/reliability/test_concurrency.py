@@ -329,7 +329,8 @@ def test_a_view_made_unpinned_is_made_again_though_a_third_thread_set_the_settin
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("hidden", ["redaction", "header"])
+@pytest.mark.parametrize("hidden", ["redaction", "header", "redacted_but_a_name", "cut_at_the_id",
+                                    "one_field", "empty_range"])
 def test_a_view_whose_pin_cannot_be_read_is_refused_or_proved(spark, tmp_path, monkeypatch,
                                                               hidden):
     """Red team helper-44: the pin was read from the setting when the plan text could not be
@@ -337,7 +338,11 @@ def test_a_view_whose_pin_cannot_be_read_is_refused_or_proved(spark, tmp_path, m
     plan section's header. With another thread's reset before the CREATE and its `set` after,
     a rand() first run then reported 488 inserted into a table holding 513. Now: ids hidden,
     the run is refused naming the setting, nothing built; a header in the SELECT changes
-    nothing (whole texts compared): made again, counts right."""
+    nothing (whole texts compared): made again, counts right. Red team helper-45: a redaction
+    regex hiding only longer ids while a column is named `r#1`, and a maxPlanStringLength
+    cutting the text just after `id#1`, made an unpinned view look pinned (refused / printed in
+    full now); maxToStringFields=1 and an empty range printed no id in the physical plan alone
+    and were refused (the analyzed plan prints them: made again, merged)."""
     from pyspark.sql import SparkSession
 
     key = "spark.sql.legacy.storeAnalyzedPlanForView"
@@ -345,8 +350,15 @@ def test_a_view_whose_pin_cannot_be_read_is_refused_or_proved(spark, tmp_path, m
     name = f"unread_{hidden}"
     spark.sql(f"create database if not exists {s}")
     spark.sql(f"drop table if exists {s}.{name}")
-    note = "'== Optimized Logical Plan ==' as note, " if hidden == "header" else ""
+    note = {"header": "'== Optimized Logical Plan ==' as note, ",
+            "redacted_but_a_name": "id as `r#1`, "}.get(hidden, "")
     select = f"select id, {note}cast(rand() * 1000 as int) as v from range(2000) where rand() < 0.5"
+    if hidden == "empty_range":
+        select = "select * from range(0) where rand() < 2"
+    settings = {"redaction": {"spark.sql.redaction.string.regex": "#\\d+"},
+                "redacted_but_a_name": {"spark.sql.redaction.string.regex": "#\\d\\d+"},
+                "cut_at_the_id": {"spark.sql.maxPlanStringLength": "79"},
+                "one_field": {"spark.sql.debug.maxToStringFields": "1"}}.get(hidden, {})
     project = make_project(tmp_path / "proj", f"pin_{hidden}", {name: model_sql(
         {"strategy": "upsert", "unique_key": "id", "schema": s, "file_format": "iceberg"},
         select)})
@@ -363,16 +375,17 @@ def test_a_view_whose_pin_cannot_be_read_is_refused_or_proved(spark, tmp_path, m
                 return result
         return original(self, query, *args, **kwargs)
 
-    if hidden == "redaction":
-        spark.conf.set("spark.sql.redaction.string.regex", "#\\d+")
+    for setting, value in settings.items():
+        spark.conf.set(setting, value)
     monkeypatch.setattr(SparkSession, "sql", sql)
     try:
         run = run_dbt(["run"], project, "spark", PROFILES_DIR)
     finally:
         monkeypatch.undo()
-        spark.conf.unset("spark.sql.redaction.string.regex")
+        for setting in settings:
+            spark.conf.unset(setting)
         spark.sql(f"reset {key}")
-    if hidden == "redaction":
+    if hidden in ("redaction", "redacted_but_a_name"):
         assert not run.success
         said = " ".join(r.message or "" for r in run.results)
         assert "prints query plans without their expression ids" in said, said
