@@ -1117,6 +1117,44 @@ def test_a_lost_commit_into_a_table_written_just_before_the_call_is_refused(spar
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("winner", [False, True])
+def test_a_lost_commit_into_a_table_created_empty_is_refused(spark, monkeypatch, winner):
+    """A table created with no rows has no snapshot from before the call, so a lost commit
+    could not be told from an expired one and was reported as a success with its counts (red
+    team helper-45: two calls into one new table of a catalog without atomic commits, the
+    loser's commit replaced by the winner's, both reported success). Now lost when main's
+    whole lineage is there back to its first snapshot (or there is none). The call's write is
+    swallowed; `winner`: another writer's commit lands instead."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+    from pyspark.sql import SparkSession
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.lost_empty_{int(winner)}_{int(time.time() * 1000)}"
+    spark.sql(f"create table {table} (id bigint, v string) using iceberg")
+    original, swallowed = SparkSession.sql, []
+
+    def sql(self, query, *args, **kwargs):
+        lowered = query.lower() if isinstance(query, str) else ""
+        if (("merge into" in lowered or "insert into" in lowered)
+                and table.split(".")[1] in query and not swallowed):
+            swallowed.append(query)
+            if winner:
+                other = threading.Thread(target=lambda: original(
+                    self, f"insert into {table} values (9, 'theirs')"))
+                other.start()
+                other.join()
+            return original(self, "select 1")
+        return original(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(SparkSession, "sql", sql)
+    with pytest.raises(MergeError, match="its commit is not in the table's history"):
+        merge_dataframe(spark.sql("select id, 'b' as v from range(5)"), table, key_columns="id")
+    monkeypatch.undo()
+    assert swallowed
+    assert sorted(tuple(r) for r in spark.table(table).collect()) == ([(9, "theirs")] if winner else [])
+
+
+@pytest.mark.spark
 @pytest.mark.parametrize("pin", ["none", "tag"])
 def test_a_commit_expired_before_the_call_looks_for_it_is_not_called_lost(spark, monkeypatch,
                                                                           pin):

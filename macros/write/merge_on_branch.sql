@@ -248,7 +248,7 @@
     {% if not moved %}
       {#- Iceberg's fast-forward refuses, atomically, a main that is no longer an ancestor of the
           branch; the Python door reports that ('moved'), SQL fails the statement -#}
-      {% set moved = dbt_merge._iceberg_branch(plan.target, 'fast_forward', branch, pinned) == 'moved' %}
+      {% set moved = dbt_merge._iceberg_branch(plan.target, 'fast_forward', branch, pinned, head.snapshot) == 'moved' %}
     {% endif %}
     {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
     {% if moved %}
@@ -605,7 +605,7 @@
     any main the branch descends from, so a rollback of main in the instant before it would be
     undone; the table's history is read after it (_check_fast_forward) and such a run fails
     saying so, its branch dropped. -#}
-{% macro _iceberg_branch(relation, action, name, snapshot=none) %}
+{% macro _iceberg_branch(relation, action, name, snapshot=none, head=none) %}
   {% if dbt_merge_branches is defined %}
     {{ return(dbt_merge_branches.run(relation, action, name, snapshot)) }}
   {% elif action == 'create' %}
@@ -615,8 +615,8 @@
   {% elif action == 'fast_forward' %}
     {% do dbt_merge.run_statement('call spark_catalog.system.fast_forward(' ~ dbt_merge._sql_string(relation | string)
         ~ ", 'main', " ~ dbt_merge._sql_string(name) ~ ')', 'dbt_merge_branch') %}
-    {% if snapshot is not none %}
-      {% do dbt_merge._check_fast_forward(relation, name, snapshot) %}
+    {% if snapshot is not none and head is not none %}
+      {% do dbt_merge._check_fast_forward(relation, name, snapshot, head) %}
     {% endif %}
   {% elif action == 'drop' %}
     {% do dbt_merge.run_statement('alter table ' ~ relation ~ ' drop branch if exists ' ~ dbt_merge.quote_identifier(name),
@@ -627,18 +627,27 @@
   {{ return('ok') }}
 {% endmacro %}
 
-{#- After a fast-forward in SQL of main to the run's branch `name`, whose read was `read`: the
-    entry of the table's history before the one that made the branch's head current must be
-    `read`. Another one there (a rollback of main, set_current_snapshot) was undone by the
-    fast-forward: the run fails saying so, with the snapshot to roll back to, its branch dropped.
-    The history is read in the order Iceberg logged it (sorted by time, ties kept in that order). -#}
-{% macro _check_fast_forward(relation, name, read) %}
-  {#- one statement: every entry of the history, each with main's snapshot now -#}
-  {% set rows = dbt_merge.run_sql('select cast(h.snapshot_id as string), h.made_current_at, cast(r.snapshot_id as string) from '
-      ~ relation ~ '.history as h cross join (select snapshot_id from ' ~ relation ~ ".refs where name = 'main') as r",
-      'dbt_merge_describe').rows | sort(attribute=1) | list %}
-  {% set ids = rows | map(attribute=0) | list %}
-  {% set published = rows[0][2] if rows else none %}
+{#- After a fast-forward in SQL of main to the run's branch `name`, whose read was `read` and
+    whose head is `head`: the entry of the table's history before the one that made `head`
+    current must be `read` (entries after it are later writers', red team helper-47: main taken
+    for the head made another writer's commit look like the run's). Another one there (a
+    rollback of main, set_current_snapshot) was undone by the fast-forward: the run fails saying
+    so, with the snapshot to roll back to, its branch dropped. The history is read in the order
+    Iceberg logged it (sorted by time, ties kept in that order). An expiry that trimmed the
+    history up to the head between the fast-forward and this read hides such a rollback. -#}
+{% macro _check_fast_forward(relation, name, read, head) %}
+  {% set published = head | string %}
+  {% set read_ids = namespace(ids=[]) %}
+  {% for attempt in range(2) if published not in read_ids.ids %}
+    {% if attempt > 0 %}
+      {#- the head not in the history read: the session's table object predates the move -#}
+      {% do dbt_merge.run_statement('refresh table ' ~ relation, 'dbt_merge_describe') %}
+    {% endif %}
+    {% set rows = dbt_merge.run_sql('select cast(snapshot_id as string), made_current_at from ' ~ relation ~ '.history',
+                                    'dbt_merge_describe').rows | sort(attribute=1) | list %}
+    {% set read_ids.ids = rows | map(attribute=0) | list %}
+  {% endfor %}
+  {% set ids = read_ids.ids %}
   {% set positions = [] %}
   {% for id in ids %}
     {% if id == published %}{% do positions.append(loop.index0) %}{% endif %}
@@ -651,6 +660,6 @@
         ~ " in between (a rollback or set_current_snapshot by another job), and the fast-forward undid that: main "
         ~ "now holds this run's rows on top of snapshot " ~ read ~ ". If the change to " ~ before ~ " was meant, run "
         ~ "CALL spark_catalog.system.rollback_to_snapshot('" ~ relation ~ "', " ~ before ~ ") (which also removes "
-        ~ "this run's commit), then run this model again.") }}
+        ~ "this run's commit and any made after it), then run this model again.") }}
   {% endif %}
 {% endmacro %}

@@ -100,7 +100,7 @@
   {% do dbt_merge._drop_dead_branches(plan, refs, branch) %}
   {% set moved = refs.get('main') is none or refs.main.snapshot != read %}
   {% if not moved %}
-    {% set moved = dbt_merge._iceberg_branch(plan.target, 'fast_forward', branch, read) == 'moved' %}
+    {% set moved = dbt_merge._iceberg_branch(plan.target, 'fast_forward', branch, read, head.snapshot) == 'moved' %}
   {% endif %}
   {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
   {% if moved %}

@@ -672,6 +672,7 @@ def test_dbt_runs_against_a_stale_cache_another_run_and_history(db, tmp_path):
     make(spark, "d_raced", [(1, "a"), (2, "b")])
     make(spark, "d_ff", [(1, "a"), (2, "b")])
     make(spark, "d_rollback", [(1, "a"), (2, "b")])
+    make(spark, "d_after", [(1, "a"), (2, "b")])
     rolled_back_to = main_snapshot(spark, f"{DB}.d_rollback")
     spark.createDataFrame([(5, "e")], COLUMNS).writeTo(f"{DB}.d_rollback").append()
     make(spark, "d_v1", [(1, "a")], {"format-version": "1", **MOR})
@@ -690,6 +691,7 @@ def test_dbt_runs_against_a_stale_cache_another_run_and_history(db, tmp_path):
         "d_raced": two,
         "d_ff": two,
         "d_rollback": two,
+        "d_after": two,
         "d_v1": two,
         "d_upgraded": "select cast(1 as bigint) as id, 'x' as name union all select 2, 'y' "
                       "union all select 3, 'v3' union all select 20, 'n'",
@@ -700,6 +702,7 @@ def test_dbt_runs_against_a_stale_cache_another_run_and_history(db, tmp_path):
         m: ({"schema": DB, "unique_key": "id"}, sql) for m, sql in models.items()})
     reader = StaleReader(spark, f"{DB}.d_stale")
     raced: dict = {}
+    others: dict = {}  # the rollback and the later writer (raced is the merge_dataframe's)
     fired: list = []
 
     def callback(event) -> None:
@@ -716,8 +719,11 @@ def test_dbt_runs_against_a_stale_cache_another_run_and_history(db, tmp_path):
         if "system.fast_forward(" in sql and "d_ff" in sql and not fired:
             fired.append(sql)
             spark.sql(f"insert into {DB}.d_ff values (9, 'other')")
-        if "system.fast_forward(" in sql and "d_rollback" in sql and "rollback" not in raced:
-            raced["rollback"] = sql
+        if f"{DB}.d_after.history" in sql and "after" not in others:
+            others["after"] = sql
+            spark.sql(f"insert into {DB}.d_after values (9, 'later')")
+        if "system.fast_forward(" in sql and "d_rollback" in sql and "rollback" not in others:
+            others["rollback"] = sql
             spark.sql(f"call spark_catalog.system.rollback_to_snapshot('{DB}.d_rollback', "
                       f"{rolled_back_to})").collect()
 
@@ -752,6 +758,12 @@ def test_dbt_runs_against_a_stale_cache_another_run_and_history(db, tmp_path):
     assert "the fast-forward undid that" in said and str(rolled_back_to) in said, said
     assert rows_of(spark, f"{DB}.d_rollback") == [(1, "A"), (2, "b"), (3, "c"), (5, "e")]
     assert branches(spark, f"{DB}.d_rollback") == []
+    # another writer's commit right after the fast-forward, before that read: nothing undone,
+    # no refusal (red team helper-47: main's snapshot was taken for the run's head, and the
+    # run, failed, told the user to roll back over the other writer's commit)
+    assert "after" in others
+    assert "1 inserted, 1 updated, 0 deleted, 0 unchanged, 3 total" in message(run, "d_after")
+    assert rows_of(spark, f"{DB}.d_after") == [(1, "A"), (2, "b"), (3, "c"), (9, "later")]
     said = message(run, "d_v1")
     assert "format version 1 with write.merge.mode=merge-on-read" in said, said
     assert rows_of(spark, f"{DB}.d_v1") == [(1, "a")]
