@@ -493,7 +493,10 @@ def test_soft_delete_columns_of_another_type_the_source_lacks(flag, stamp):
 @pytest.mark.parametrize("flag, stamp, said", [
     ("varchar", "timestamp", "soft_delete_column 'is_deleted' is VARCHAR"),
     ("double", "timestamp", "soft_delete_column 'is_deleted' is DOUBLE"),
-    ("boolean", "integer", "soft_delete_timestamp_column 'deleted_at' is INTEGER")])
+    ("boolean", "integer", "soft_delete_timestamp_column 'deleted_at' is INTEGER"),
+    # a list starts like its element's type (red team helper-49: past the check, raw error,
+    # and a dry run reported success)
+    ("boolean", "timestamp[]", r"soft_delete_timestamp_column 'deleted_at' is TIMESTAMP\[\]")])
 def test_soft_delete_columns_of_a_type_the_merge_cannot_use_are_refused(flag, stamp, said):
     """Red team helper-46: a flag that is neither BOOLEAN nor an integer type, or a time column
     that cannot hold a time, failed on DuckDB's binder or conversion error. Refused naming the
@@ -507,6 +510,26 @@ def test_soft_delete_columns_of_a_type_the_merge_cannot_use_are_refused(flag, st
                     soft_delete_timestamp_column="deleted_at")
     assert con.execute("select * from t order by id").fetchall() == [
         (1, "a", None, None), (2, "b", None, None)]
+
+
+def test_a_timetz_soft_delete_time_is_the_instant_of_the_merge():
+    """Red team helper-49: a TIMETZ deleted_at, in a session of another time zone than UTC, was
+    stamped with the session's wall clock labelled +00 (through a TIMESTAMP): 5 hours off in
+    New York. Now the instant itself."""
+    import datetime as dt
+
+    con = duckdb.connect()
+    con.execute("set TimeZone='America/New_York'")
+    con.execute("create table t (id bigint, v varchar, is_deleted boolean, deleted_at timetz)")
+    con.execute("insert into t values (1, 'a', false, null), (2, 'b', false, null)")
+    before = dt.datetime.now(dt.timezone.utc)
+    merge_table(con, "select 1::bigint as id, 'a' as v", "t", "id", "full_merge",
+                max_delete_fraction=1, soft_delete_column="is_deleted",
+                soft_delete_timestamp_column="deleted_at")
+    stamp = con.execute("select deleted_at from t where id = 2").fetchall()[0][0]
+    at = dt.datetime.combine(before.date(), stamp.replace(tzinfo=None), stamp.tzinfo)
+    seconds = (at - before).total_seconds() % 86400
+    assert min(seconds, 86400 - seconds) < 120, (stamp, before)
 
 
 # ------------------------------------------------------------------ another thread (item 11)

@@ -307,8 +307,9 @@
         {% set wanted = 'BOOLEAN' ~ (' (or an integer type, which takes 1 and 0)' if adapter.type() == 'duckdb' else '') %}
         {% set writes = 'sets it true and reads NULL as false' %}
       {% else %}
-        {% set fits = dtype.startswith('time') or dtype in ['date', 'datetime', 'string', 'text']
-                      or dtype.startswith('varchar') or dtype.startswith('char') %}
+        {#- never a list (TIMESTAMP[] starts like a timestamp; red team helper-49) -#}
+        {% set fits = (dtype.startswith('time') or dtype in ['date', 'datetime', 'string', 'text']
+                       or dtype.startswith('varchar') or dtype.startswith('char')) and '[' not in dtype %}
         {% set wanted = 'a TIMESTAMP (with or without time zone), DATE or string type' %}
         {% set writes = 'sets it to the time of the soft delete' %}
       {% endif %}

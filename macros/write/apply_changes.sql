@@ -161,8 +161,15 @@
   {%- set prefix = 'DBT_INTERNAL_DEST.' if qualified else '' -%}
   {%- set parts = [prefix ~ dbt_merge.quote_identifier(dbt_merge._find_column(plan.soft_delete.column, plan.target_names)) ~ ' = true'] -%}
   {%- if plan.soft_delete.timestamp_column -%}
-    {%- do parts.append(prefix ~ dbt_merge.quote_identifier(dbt_merge._find_column(plan.soft_delete.timestamp_column, plan.target_names))
-          ~ ' = cast(current_timestamp as timestamp)') -%}
+    {%- set stamp_name = dbt_merge._find_column(plan.soft_delete.timestamp_column, plan.target_names) -%}
+    {%- set found = (plan.schema.target_columns if plan.schema else []) | selectattr('name', 'equalto', stamp_name) | list -%}
+    {%- set dtype = (found[0].dtype | string | lower) if found else '' -%}
+    {#- a column with a time zone takes the instant itself: through TIMESTAMP (the wall clock
+        of the session's zone) a TIMETZ was stamped with that clock labelled +00 (red team
+        helper-49); a TIMESTAMPTZ one reads the same either way -#}
+    {%- set now = 'current_timestamp' if ('time zone' in dtype or dtype in ['timestamptz', 'timetz']) and adapter.type() == 'duckdb'
+                  else 'cast(current_timestamp as timestamp)' -%}
+    {%- do parts.append(prefix ~ dbt_merge.quote_identifier(stamp_name) ~ ' = ' ~ now) -%}
   {%- endif -%}
   {{ return(parts | join(', ')) }}
 {% endmacro %}
