@@ -1102,7 +1102,8 @@ def test_a_lost_commit_into_a_table_written_just_before_the_call_is_refused(spar
     original, swallowed = SparkSession.sql, []
 
     def sql(self, query, *args, **kwargs):
-        if isinstance(query, str) and "merge into" in query.lower() and table.split(".")[1] in query:
+        if (isinstance(query, str) and "merge into" in query.lower()
+                and table.split(".")[1] in query):
             swallowed.append(query)
             return original(self, "select 1")
         return original(self, query, *args, **kwargs)
@@ -1151,7 +1152,8 @@ def test_a_lost_commit_into_a_table_created_empty_is_refused(spark, monkeypatch,
         merge_dataframe(spark.sql("select id, 'b' as v from range(5)"), table, key_columns="id")
     monkeypatch.undo()
     assert swallowed
-    assert sorted(tuple(r) for r in spark.table(table).collect()) == ([(9, "theirs")] if winner else [])
+    left = sorted(tuple(r) for r in spark.table(table).collect())
+    assert left == ([(9, "theirs")] if winner else [])
 
 
 @pytest.mark.spark

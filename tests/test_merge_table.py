@@ -476,16 +476,20 @@ def test_soft_delete_columns_of_another_type_the_source_lacks(flag, stamp):
     for has in (True, False):
         con = duckdb.connect()
         con.execute(f"create table t (id bigint, v varchar, is_deleted {flag}, deleted_at {stamp})")
-        con.execute(f"insert into t values (1, 'a', false::{flag}, null), (2, 'b', false::{flag}, null)")
+        con.execute(f"insert into t values (1, 'a', false::{flag}, null), "
+                    f"(2, 'b', false::{flag}, null)")
         named = f", false::{flag} as is_deleted, null::{stamp} as deleted_at" if has else ""
-        source = f"select 1::bigint as id, 'A' as v{named} union all select 4, 'd'{named and ', false, null'}"
+        more = ", false, null" if has else ""
+        source = f"select 1::bigint as id, 'A' as v{named} union all select 4, 'd'{more}"
         result = merge_table(con, source, "t", "id", "full_merge", max_delete_fraction=1,
-                             soft_delete_column="is_deleted", soft_delete_timestamp_column="deleted_at")
+                             soft_delete_column="is_deleted",
+                             soft_delete_timestamp_column="deleted_at")
         rows = con.execute("select id, v, is_deleted::boolean, deleted_at is not null, "
                            "typeof(is_deleted), typeof(deleted_at) from t order by id").fetchall()
         results[has] = (result.as_dict(), rows)
     assert results[False] == results[True]
-    assert results[False][0] == {"inserted": 1, "updated": 1, "deleted": 1, "unchanged": 0, "total": 3}
+    assert results[False][0] == {"inserted": 1, "updated": 1, "deleted": 1, "unchanged": 0,
+                                 "total": 3}
     assert [r[:4] for r in results[False][1]] == [
         (1, "A", False, False), (2, "b", True, True), (4, "d", False, False)]
 

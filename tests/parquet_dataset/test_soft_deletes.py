@@ -123,7 +123,8 @@ def test_one_merge_stamps_one_deletion_time(tmp_path):
 def _two_files(root: Path, flag: str, stamp: str) -> None:
     con = duckdb.connect()
     for n, rows in enumerate(("(1, 'a'), (2, 'b')", "(3, 'c'), (4, 'd')")):
-        con.execute(f"copy (select id, v, {'null' if flag == 'date' else 'false'}::{flag} as flag, null::{stamp} as ts from "
+        live = "null" if flag == "date" else "false"
+        con.execute(f"copy (select id, v, {live}::{flag} as flag, null::{stamp} as ts from "
                     f"(values {rows}) t(id, v)) to '{root}/part-{n}.parquet'")
 
 

@@ -368,7 +368,8 @@ class SparkRunner:
         writer committed: Iceberg refuses it atomically, nothing published), or, given
         `snapshot` (the one the run read), no longer that snapshot (a commit or a rollback
         since): the move is one compare-and-set commit of the table's metadata from the state
-        where main is `snapshot`, which the catalog refuses if the table changed meanwhile. A commit that
+        where main is `snapshot`, which the catalog refuses if the table changed meanwhile. A
+        commit that
         another thread's commit through the same cached table beat is tried again, refreshed."""
         from py4j.protocol import Py4JJavaError
         from pyspark.errors.exceptions.captured import CapturedException
