@@ -1157,6 +1157,65 @@ def test_a_lost_commit_into_a_table_created_empty_is_refused(spark, monkeypatch,
 
 
 @pytest.mark.spark
+def test_a_table_rebuilt_and_expired_after_the_call_is_not_called_lost(spark, monkeypatch):
+    """Red team helper-48: another job rebuilds the table from itself (CREATE OR REPLACE ... AS
+    SELECT) right after the call's commit and expires every other snapshot: the call's commit is
+    gone with its mark, its rows are in the new lineage. The lineage looked whole back to its
+    first snapshot and the call was refused as lost. The table's last sequence number says
+    commits came before that lineage: the call reports its counts (snapshot_id None)."""
+    from dbt_merge.spark import merge_dataframe
+    from dbt_merge.spark import session as spark_session
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    stamp = int(time.time() * 1000)
+    table, copy = f"{SCHEMA}.rebuilt_{stamp}", f"{SCHEMA}.rebuilt_copy_{stamp}"
+    spark.sql(f"create table {table} (id bigint, v string) using iceberg")
+    original, done = spark_session.SparkRunner.marked_snapshot, []
+
+    def rebuild_first(self, *args, **kwargs):
+        if not done:
+            def job():
+                spark.sql(f"create table {copy} using iceberg as select * from {table}")
+                spark.sql(f"create or replace table {table} using iceberg as select * from {copy}")
+                spark.sql(f"call spark_catalog.system.expire_snapshots(table => '{table}', "
+                          "older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1)")
+            other = threading.Thread(target=job)
+            other.start()
+            other.join()
+            done.append(True)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(spark_session.SparkRunner, "marked_snapshot", rebuild_first)
+    result = merge_dataframe(spark.sql("select id, 'b' as v from range(5)"), table,
+                             key_columns="id")
+    monkeypatch.undo()
+    assert done and (result.inserted, result.total, result.snapshot_id) == (5, 5, None)
+    assert sorted(tuple(r) for r in spark.table(table).collect()) == [(i, "b") for i in range(5)]
+
+
+@pytest.mark.spark
+def test_a_plan_length_too_small_for_its_own_marker_is_read_in_full(spark):
+    """Red team helper-48: with spark.sql.maxPlanStringLength at 30 or less Spark prints only
+    `Truncated plan of N characters`, which was not taken for a plan cut short: every merge was
+    refused as printing no expression ids. Printed again in full; the user's length kept."""
+    from dbt_merge.spark import merge_dataframe
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.tiny_plan_{int(time.time() * 1000)}"
+    spark.sql(f"create table {table} (id bigint, v string) using iceberg")
+    spark.sql(f"insert into {table} values (1, 'a')")
+    spark.conf.set("spark.sql.maxPlanStringLength", "20")
+    try:
+        result = merge_dataframe(spark.createDataFrame([(1, "A"), (2, "b")], "id bigint, v string"),
+                                 table, key_columns="id")
+        left = spark.conf.get("spark.sql.maxPlanStringLength")
+    finally:
+        spark.conf.unset("spark.sql.maxPlanStringLength")
+    assert (result.inserted, result.updated, result.total) == (1, 1, 2)
+    assert left == "20"
+
+
+@pytest.mark.spark
 @pytest.mark.parametrize("pin", ["none", "tag"])
 def test_a_commit_expired_before_the_call_looks_for_it_is_not_called_lost(spark, monkeypatch,
                                                                           pin):

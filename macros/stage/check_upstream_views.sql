@@ -220,9 +220,11 @@
 {% endmacro %}
 
 {#- Whether Spark printed a plan cut short (spark.sql.maxPlanStringLength): it ends with
-    `... N more characters`. -#}
+    `... N more characters`, or, for a length too small to hold that, is only `Truncated plan
+    of N characters` (red team helper-48: lengths up to about 30 refused every merge). -#}
 {% macro _plan_cut_short(text) %}
-  {{ return(modules.re.search('[.][.][.] \\d+ more characters\\s*$', text) is not none) }}
+  {{ return(modules.re.search('[.][.][.] \\d+ more characters\\s*$', text) is not none
+            or modules.re.match('^\\s*Truncated plan of \\d+ characters\\s*$', text) is not none) }}
 {% endmacro %}
 
 {#- Read the analyzed section of EXPLAIN EXTENDED's text. Every line's node name is read: a View
