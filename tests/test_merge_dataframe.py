@@ -1118,20 +1118,29 @@ def test_a_lost_commit_into_a_table_written_just_before_the_call_is_refused(spar
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("winner", [False, True])
-def test_a_lost_commit_into_a_table_created_empty_is_refused(spark, monkeypatch, winner):
+@pytest.mark.parametrize("winner, staged", [(False, False), (True, False), (True, True)])
+def test_a_lost_commit_into_a_table_created_empty_is_refused(spark, monkeypatch, winner, staged):
     """A table created with no rows has no snapshot from before the call, so a lost commit
     could not be told from an expired one and was reported as a success with its counts (red
     team helper-45: two calls into one new table of a catalog without atomic commits, the
     loser's commit replaced by the winner's, both reported success). Now lost when main's
     whole lineage is there back to its first snapshot (or there is none). The call's write is
-    swallowed; `winner`: another writer's commit lands instead."""
+    swallowed; `winner`: another writer's commit lands instead; `staged`: beside a snapshot
+    staged by WAP before the call, which takes a sequence number too (red team helper-50: the
+    loss was missed)."""
     from dbt_merge.spark import MergeError, merge_dataframe
     from pyspark.sql import SparkSession
 
     spark.sql(f"create database if not exists {SCHEMA}")
-    table = f"{SCHEMA}.lost_empty_{int(winner)}_{int(time.time() * 1000)}"
+    table = f"{SCHEMA}.lost_empty_{int(winner)}{int(staged)}_{int(time.time() * 1000)}"
     spark.sql(f"create table {table} (id bigint, v string) using iceberg")
+    if staged:
+        spark.sql(f"alter table {table} set tblproperties ('write.wap.enabled' = 'true')")
+        spark.conf.set("spark.wap.id", "audit_1")
+        try:
+            spark.sql(f"insert into {table} values (7, 'staged')")
+        finally:
+            spark.conf.unset("spark.wap.id")
     original, swallowed = SparkSession.sql, []
 
     def sql(self, query, *args, **kwargs):

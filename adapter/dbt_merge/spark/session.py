@@ -340,34 +340,24 @@ class SparkRunner:
             if rows[0][0] > 0:
                 return True
             # no snapshot from before the call (a table created empty, its first commits): lost
-            # when every snapshot main descends from is there back to its first one, so no
-            # expiry removed one (an expired parent leaves a gap). Two calls into one new table
-            # of a catalog without atomic commits: the loser's commit replaced by the winner's,
-            # both reported success (red team helper-45)
-            rows = self.spark.sql(
-                f"select count(*), count_if(s.parent_id is null),"
-                f" count_if(s.parent_id is not null and p.snapshot_id is null)"
-                f" from {relation}.history as h"
-                f" join {relation}.snapshots as s on s.snapshot_id = h.snapshot_id"
-                f" left join {relation}.snapshots as p on p.snapshot_id = s.parent_id"
-                f" where h.is_current_ancestor"
-            ).collect()
-            # and main's lineage is every commit the table ever had: each commit takes the next
-            # sequence number (format 2 and later), so the table's last one is the number of
-            # commits. A table rebuilt (CREATE OR REPLACE ... AS SELECT) starts a new lineage
-            # holding the call's rows, and an expiry then removes the call's commit: its
-            # lineage is shorter than its last sequence number (red team helper-48: refused as
-            # lost, the rows there). Format 1 numbers nothing: never called lost so.
-            last = self.spark.sql(
-                f"select max(latest_sequence_number) from {relation}.metadata_log_entries"
-            ).collect()[0][0]
+            # when the table still has every snapshot it ever made, none of them the call's.
+            # Each snapshot takes the next sequence number (format 2 and later; on main, a
+            # branch or staged by WAP), so the table's last one is how many it made: as many
+            # snapshots there means none expired, the call's included. Two calls into one new
+            # table of a catalog without atomic commits: the loser's commit replaced by the
+            # winner's, both reported success (red team helper-45). Counting main's lineage
+            # instead missed it beside a WAP-staged snapshot or another branch's (helper-50); a
+            # whole lineage alone took a table rebuilt (CREATE OR REPLACE ... AS SELECT) and
+            # expired right after the call for a loss, its rows there (helper-48). Format 1
+            # numbers nothing: never called lost so.
+            made, last = self.spark.sql(
+                f"select count(*), (select max(latest_sequence_number) from"
+                f" {relation}.metadata_log_entries) from {relation}.snapshots"
+            ).collect()[0]
         except AnalysisException:
             return False
-        ancestors, first, gaps = rows[0]
-        # no snapshot at all and none ever: nothing of the call was committed
-        if ancestors == 0:
-            return not last
-        return first > 0 and gaps == 0 and last == ancestors
+        # no snapshot and none ever made: nothing of the call was committed
+        return (made == 0 and not last) or (bool(last) and made == last)
 
     # -------------------------------------------------------------- Iceberg branches, in-process
 
