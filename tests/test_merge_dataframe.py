@@ -1118,7 +1118,8 @@ def test_a_lost_commit_into_a_table_written_just_before_the_call_is_refused(spar
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize("winner, staged", [(False, False), (True, False), (True, True)])
+@pytest.mark.parametrize("winner, staged", [(False, False), (True, False), (True, True),
+                                            (True, "after")])
 def test_a_lost_commit_into_a_table_created_empty_is_refused(spark, monkeypatch, winner, staged):
     """A table created with no rows has no snapshot from before the call, so a lost commit
     could not be told from an expired one and was reported as a success with its counts (red
@@ -1127,14 +1128,15 @@ def test_a_lost_commit_into_a_table_created_empty_is_refused(spark, monkeypatch,
     whole lineage is there back to its first snapshot (or there is none). The call's write is
     swallowed; `winner`: another writer's commit lands instead; `staged`: beside a snapshot
     staged by WAP before the call, which takes a sequence number too (red team helper-50: the
-    loss was missed)."""
+    loss was missed); "after": a commit to another branch after the winner's (helper-51: the
+    metadata log's sequence numbers are main's, and the loss was missed)."""
     from dbt_merge.spark import MergeError, merge_dataframe
     from pyspark.sql import SparkSession
 
     spark.sql(f"create database if not exists {SCHEMA}")
-    table = f"{SCHEMA}.lost_empty_{int(winner)}{int(staged)}_{int(time.time() * 1000)}"
+    table = f"{SCHEMA}.lost_empty_{int(winner)}{str(staged)[0]}_{int(time.time() * 1000)}"
     spark.sql(f"create table {table} (id bigint, v string) using iceberg")
-    if staged:
+    if staged is True:
         spark.sql(f"alter table {table} set tblproperties ('write.wap.enabled' = 'true')")
         spark.conf.set("spark.wap.id", "audit_1")
         try:
@@ -1149,8 +1151,12 @@ def test_a_lost_commit_into_a_table_created_empty_is_refused(spark, monkeypatch,
                 and table.split(".")[1] in query and not swallowed):
             swallowed.append(query)
             if winner:
-                other = threading.Thread(target=lambda: original(
-                    self, f"insert into {table} values (9, 'theirs')"))
+                def job():
+                    original(self, f"insert into {table} values (9, 'theirs')")
+                    if staged == "after":
+                        original(self, f"alter table {table} create branch audit")
+                        original(self, f"insert into {table}.branch_audit values (8, 'audit')")
+                other = threading.Thread(target=job)
                 other.start()
                 other.join()
             return original(self, "select 1")
@@ -1166,29 +1172,41 @@ def test_a_lost_commit_into_a_table_created_empty_is_refused(spark, monkeypatch,
 
 
 @pytest.mark.spark
-def test_a_table_rebuilt_and_expired_after_the_call_is_not_called_lost(spark, monkeypatch):
+@pytest.mark.parametrize("job", ["rebuild", "branch"])
+def test_a_table_rebuilt_and_expired_after_the_call_is_not_called_lost(spark, monkeypatch, job):
     """Red team helper-48: another job rebuilds the table from itself (CREATE OR REPLACE ... AS
     SELECT) right after the call's commit and expires every other snapshot: the call's commit is
     gone with its mark, its rows are in the new lineage. The lineage looked whole back to its
     first snapshot and the call was refused as lost. The table's last sequence number says
-    commits came before that lineage: the call reports its counts (snapshot_id None)."""
+    commits came before that lineage: the call reports its counts (snapshot_id None).
+    "branch" (helper-51): another writer's commit on main and one on a branch, then the call's
+    snapshot expired by id: the metadata log's sequence numbers (main's only) matched the
+    snapshots left, and the call was refused as lost."""
     from dbt_merge.spark import merge_dataframe
     from dbt_merge.spark import session as spark_session
 
     spark.sql(f"create database if not exists {SCHEMA}")
     stamp = int(time.time() * 1000)
-    table, copy = f"{SCHEMA}.rebuilt_{stamp}", f"{SCHEMA}.rebuilt_copy_{stamp}"
+    table, copy = f"{SCHEMA}.rebuilt_{job}_{stamp}", f"{SCHEMA}.rebuilt_copy_{stamp}"
     spark.sql(f"create table {table} (id bigint, v string) using iceberg")
     original, done = spark_session.SparkRunner.marked_snapshot, []
 
     def rebuild_first(self, *args, **kwargs):
         if not done:
-            def job():
+            def rebuild():
                 spark.sql(f"create table {copy} using iceberg as select * from {table}")
                 spark.sql(f"create or replace table {table} using iceberg as select * from {copy}")
                 spark.sql(f"call spark_catalog.system.expire_snapshots(table => '{table}', "
                           "older_than => TIMESTAMP '2100-01-01 00:00:00', retain_last => 1)")
-            other = threading.Thread(target=job)
+
+            def branch():
+                ours = spark.sql(f"select snapshot_id from {table}.snapshots").collect()[0][0]
+                spark.sql(f"insert into {table} values (9, 'theirs')")
+                spark.sql(f"alter table {table} create branch audit")
+                spark.sql(f"insert into {table}.branch_audit values (8, 'audit')")
+                spark.sql(f"call spark_catalog.system.expire_snapshots(table => '{table}', "
+                          f"snapshot_ids => array({ours}))")
+            other = threading.Thread(target=rebuild if job == "rebuild" else branch)
             other.start()
             other.join()
             done.append(True)
@@ -1199,7 +1217,9 @@ def test_a_table_rebuilt_and_expired_after_the_call_is_not_called_lost(spark, mo
                              key_columns="id")
     monkeypatch.undo()
     assert done and (result.inserted, result.total, result.snapshot_id) == (5, 5, None)
-    assert sorted(tuple(r) for r in spark.table(table).collect()) == [(i, "b") for i in range(5)]
+    theirs = [(9, "theirs")] if job == "branch" else []
+    assert sorted(tuple(r) for r in spark.table(table).collect()) == (
+        [(i, "b") for i in range(5)] + theirs)
 
 
 @pytest.mark.spark

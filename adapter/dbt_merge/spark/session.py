@@ -339,25 +339,37 @@ class SparkRunner:
             ).collect()
             if rows[0][0] > 0:
                 return True
-            # no snapshot from before the call (a table created empty, its first commits): lost
-            # when the table still has every snapshot it ever made, none of them the call's.
-            # Each snapshot takes the next sequence number (format 2 and later; on main, a
-            # branch or staged by WAP), so the table's last one is how many it made: as many
-            # snapshots there means none expired, the call's included. Two calls into one new
-            # table of a catalog without atomic commits: the loser's commit replaced by the
-            # winner's, both reported success (red team helper-45). Counting main's lineage
-            # instead missed it beside a WAP-staged snapshot or another branch's (helper-50); a
-            # whole lineage alone took a table rebuilt (CREATE OR REPLACE ... AS SELECT) and
-            # expired right after the call for a loss, its rows there (helper-48). Format 1
-            # numbers nothing: never called lost so.
-            made, last = self.spark.sql(
-                f"select count(*), (select max(latest_sequence_number) from"
-                f" {relation}.metadata_log_entries) from {relation}.snapshots"
-            ).collect()[0]
         except AnalysisException:
             return False
+        # no snapshot from before the call (a table created empty, its first commits): lost
+        # when the table still holds every snapshot it ever made, none of them the call's. Each
+        # snapshot takes the next sequence number (format 2 and later; on main, a branch or
+        # staged by WAP), so the table's last one is how many it made: as many snapshots there
+        # means none expired, the call's included. Two calls into one new table of a catalog
+        # without atomic commits: the loser's commit replaced by the winner's, both reported
+        # success (red team helper-45). Read from the table's metadata through Iceberg's API:
+        # the metadata log's sequence numbers are main's only, so a branch's or a staged
+        # snapshot after main's last one was not counted (helper-51: lost and not lost both
+        # misjudged); main's lineage instead of every snapshot missed losses beside such
+        # snapshots (helper-50); a whole lineage alone took a table rebuilt and expired right
+        # after the call for a loss, its rows there (helper-48). Format 1 numbers nothing:
+        # never called lost so.
+        from py4j.protocol import Py4JJavaError
+
+        try:
+            with self._active_on_this_thread():
+                table = self.spark._jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+                    self.spark._jsparkSession, relation.render()
+                )
+            table.refresh()
+            metadata = table.operations().current()
+        except Py4JJavaError:
+            return False
+        if metadata.formatVersion() < 2:
+            return False
+        made, last = metadata.snapshots().size(), metadata.lastSequenceNumber()
         # no snapshot and none ever made: nothing of the call was committed
-        return (made == 0 and not last) or (bool(last) and made == last)
+        return made == last
 
     # -------------------------------------------------------------- Iceberg branches, in-process
 
