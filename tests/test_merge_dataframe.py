@@ -1119,7 +1119,7 @@ def test_a_lost_commit_into_a_table_written_just_before_the_call_is_refused(spar
 
 @pytest.mark.spark
 @pytest.mark.parametrize("winner, staged", [(False, False), (True, False), (True, True),
-                                            (True, "after")])
+                                            (True, "after"), (True, "format1")])
 def test_a_lost_commit_into_a_table_created_empty_is_refused(spark, monkeypatch, winner, staged):
     """A table created with no rows has no snapshot from before the call, so a lost commit
     could not be told from an expired one and was reported as a success with its counts (red
@@ -1129,13 +1129,20 @@ def test_a_lost_commit_into_a_table_created_empty_is_refused(spark, monkeypatch,
     swallowed; `winner`: another writer's commit lands instead; `staged`: beside a snapshot
     staged by WAP before the call, which takes a sequence number too (red team helper-50: the
     loss was missed); "after": a commit to another branch after the winner's (helper-51: the
-    metadata log's sequence numbers are main's, and the loss was missed)."""
+    metadata log's sequence numbers are main's, and the loss was missed); "format1": a table
+    once format 1 keeps a snapshot of sequence number 0 off main (helper-52: missed)."""
     from dbt_merge.spark import MergeError, merge_dataframe
     from pyspark.sql import SparkSession
 
     spark.sql(f"create database if not exists {SCHEMA}")
     table = f"{SCHEMA}.lost_empty_{int(winner)}{str(staged)[0]}_{int(time.time() * 1000)}"
-    spark.sql(f"create table {table} (id bigint, v string) using iceberg")
+    first = "tblproperties ('format-version' = '1')" if staged == "format1" else ""
+    spark.sql(f"create table {table} (id bigint, v string) using iceberg {first}")
+    if staged == "format1":
+        spark.sql(f"insert into {table} values (6, 'old')")
+        spark.sql(f"alter table {table} set tblproperties ('format-version' = '2')")
+        spark.sql(f"create or replace table {table} (id bigint, v string) using iceberg "
+                  "tblproperties ('format-version' = '2')")
     if staged is True:
         spark.sql(f"alter table {table} set tblproperties ('write.wap.enabled' = 'true')")
         spark.conf.set("spark.wap.id", "audit_1")
