@@ -277,6 +277,25 @@ def test_threads_sharing_a_spark_session(spark, tmp_path):
     assert "partitionOverwriteMode=static" not in log
 
 
+def _third_thread_around_the_stage(original, key: str, made: list[str]):
+    """A SparkSession.sql that plays two other threads of the session around the first CREATE of
+    a staged rand() SELECT: a model ending (`reset` of `key`) just before it, and a model staging
+    (`set` of `key` to true) just after. Each such CREATE is appended to `made`."""
+
+    def sql(self, query, *args, **kwargs):
+        if (isinstance(query, str) and "create or replace temporary view" in query
+                and "rand()" in query):
+            made.append(query)
+            if len(made) == 1:
+                original(self, f"reset {key}")  # the second model ends
+                result = original(self, query, *args, **kwargs)
+                original(self, f"set {key}=true")  # the third model stages
+                return result
+        return original(self, query, *args, **kwargs)
+
+    return sql
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("phase", ["first", "increment"])
 def test_a_view_made_unpinned_is_made_again_though_a_third_thread_set_the_setting(
@@ -301,18 +320,8 @@ def test_a_view_made_unpinned_is_made_again_though_a_third_thread_set_the_settin
         assert run_dbt(["run"], project, "spark", PROFILES_DIR, vars={"v": "a"}).success
     before = ({} if phase == "first" else
               {r.id: r.v for r in spark.sql(f"select id, v from {s}.rnd_{phase}").collect()})
-    original, made = SparkSession.sql, []
-
-    def sql(self, query, *args, **kwargs):
-        if (isinstance(query, str) and "create or replace temporary view" in query
-                and "rand()" in query):
-            made.append(query)
-            if len(made) == 1:
-                original(self, f"reset {key}")  # the second model ends
-                result = original(self, query, *args, **kwargs)
-                original(self, f"set {key}=true")  # the third model stages
-                return result
-        return original(self, query, *args, **kwargs)
+    made: list[str] = []
+    sql = _third_thread_around_the_stage(SparkSession.sql, key, made)
 
     monkeypatch.setattr(SparkSession, "sql", sql)
     run = run_dbt(["run"], project, "spark", PROFILES_DIR, vars={"v": "b"})
@@ -362,18 +371,8 @@ def test_a_view_whose_pin_cannot_be_read_is_refused_or_proved(spark, tmp_path, m
     project = make_project(tmp_path / "proj", f"pin_{hidden}", {name: model_sql(
         {"strategy": "upsert", "unique_key": "id", "schema": s, "file_format": "iceberg"},
         select)})
-    original, made = SparkSession.sql, []
-
-    def sql(self, query, *args, **kwargs):
-        if (isinstance(query, str) and "create or replace temporary view" in query
-                and "rand()" in query):
-            made.append(query)
-            if len(made) == 1:
-                original(self, f"reset {key}")
-                result = original(self, query, *args, **kwargs)
-                original(self, f"set {key}=true")
-                return result
-        return original(self, query, *args, **kwargs)
+    made: list[str] = []
+    sql = _third_thread_around_the_stage(SparkSession.sql, key, made)
 
     for setting, value in settings.items():
         spark.conf.set(setting, value)
