@@ -61,8 +61,8 @@
     {% set target_names = target_columns | map(attribute='name') | list %}
     {% set brought = source_columns | list %}
     {% for extra in dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list, target_columns) %}
-      {% set kept = target_columns | selectattr('name', 'equalto', dbt_merge._find_column(extra.column.name, target_names)) | list %}
-      {% do brought.append(kept[0] if kept else extra.column) %}
+      {% set kept = dbt_merge._column_named(extra.column.name, target_columns) %}
+      {% do brought.append(kept if kept is not none else extra.column) %}
     {% endfor %}
     {#- a history table's own columns (dbt_valid_from, ...) are brought too: kept as they are -#}
     {% if cfg.history %}

@@ -234,6 +234,13 @@
 {% endmacro %}
 
 
+{#- The column of `columns` (dbt Columns) named `name` ignoring case, or none. -#}
+{% macro _column_named(name, columns) %}
+  {% set found = dbt_merge._find_column(name, (columns or []) | map(attribute='name') | list) %}
+  {{ return((columns or []) | selectattr('name', 'equalto', found) | first if found is not none else none) }}
+{% endmacro %}
+
+
 {#- 'col', 'col desc', 'col asc' (a column name may contain spaces) -> {column, descending}. -#}
 {% macro _parse_order_term(term, source_names, key_lower) %}
   {% set column = dbt_merge._find_column(term, source_names) %}
@@ -272,12 +279,11 @@
 {% macro _soft_delete_extras(cfg, source_names, target_columns=none) %}
   {% set extras = [] %}
   {% if cfg.soft_delete %}
-    {% set target_names = (target_columns or []) | map(attribute='name') | list %}
     {% for name, data_type, value in [(cfg.soft_delete.column, 'boolean', 'false'),
                                       (cfg.soft_delete.timestamp_column, 'timestamp', 'null')] %}
       {% if name and dbt_merge._find_column(name, source_names) is none %}
-        {% set kept = (target_columns or []) | selectattr('name', 'equalto', dbt_merge._find_column(name, target_names)) | list %}
-        {% set typed = kept[0].dtype if kept else data_type %}
+        {% set kept = dbt_merge._column_named(name, target_columns) %}
+        {% set typed = kept.dtype if kept is not none else data_type %}
         {% do extras.append({'column': api.Column.create(name, typed),
                              'sql': 'cast(' ~ value ~ ' as ' ~ typed ~ ')'}) %}
       {% endif %}
@@ -294,13 +300,12 @@
     the time is set to the merge's current_timestamp, so a timestamp, a date, a time or a
     string type. Types that work are never refused (red team helper-46: the rest failed raw). -#}
 {% macro _check_soft_delete_types(cfg, target, target_columns) %}
-  {% set names = target_columns | map(attribute='name') | list %}
   {% set integers = ['tinyint', 'smallint', 'integer', 'int', 'bigint', 'hugeint', 'utinyint', 'usmallint',
                      'uinteger', 'ubigint', 'uhugeint', 'int1', 'int2', 'int4', 'int8'] %}
   {% for option, name in [('soft_delete_column', cfg.soft_delete.column),
                           ('soft_delete_timestamp_column', cfg.soft_delete.timestamp_column)] if name %}
-    {% set found = target_columns | selectattr('name', 'equalto', dbt_merge._find_column(name, names)) | list %}
-    {% set dtype = (found[0].dtype | string | lower | trim) if found else none %}
+    {% set found = dbt_merge._column_named(name, target_columns) %}
+    {% set dtype = (found.dtype | string | lower | trim) if found is not none else none %}
     {% if dtype is not none %}
       {% if option == 'soft_delete_column' %}
         {% set fits = dtype in ['boolean', 'bool', 'logical'] or (adapter.type() == 'duckdb' and dtype in integers) %}
@@ -314,7 +319,7 @@
         {% set writes = 'sets it to the time of the soft delete' %}
       {% endif %}
       {% if not fits %}
-        {{ dbt_merge.raise_merge_error(option ~ " '" ~ found[0].name ~ "' is " ~ found[0].dtype | upper ~ " in the target "
+        {{ dbt_merge.raise_merge_error(option ~ " '" ~ found.name ~ "' is " ~ found.dtype | upper ~ " in the target "
             ~ target ~ ": the merge " ~ writes ~ ", so it must be " ~ wanted ~ ". Change the column's type "
             ~ "(or rebuild the table with --full-refresh), or name a column of such a type. The target was not changed.") }}
       {% endif %}

@@ -162,8 +162,8 @@
   {%- set parts = [prefix ~ dbt_merge.quote_identifier(dbt_merge._find_column(plan.soft_delete.column, plan.target_names)) ~ ' = true'] -%}
   {%- if plan.soft_delete.timestamp_column -%}
     {%- set stamp_name = dbt_merge._find_column(plan.soft_delete.timestamp_column, plan.target_names) -%}
-    {%- set found = (plan.schema.target_columns if plan.schema else []) | selectattr('name', 'equalto', stamp_name) | list -%}
-    {%- set dtype = (found[0].dtype | string | lower) if found else '' -%}
+    {%- set found = dbt_merge._column_named(stamp_name, plan.schema.target_columns if plan.schema else none) -%}
+    {%- set dtype = (found.dtype | string | lower) if found is not none else '' -%}
     {#- a column with a time zone takes the instant itself: through TIMESTAMP (the wall clock
         of the session's zone) a TIMETZ was stamped with that clock labelled +00 (red team
         helper-49); a TIMESTAMPTZ one reads the same either way -#}
