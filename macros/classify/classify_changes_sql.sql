@@ -41,11 +41,12 @@
         {{- " case when " ~ dbt_merge._live(plan) ~ " then 'D' else 'X' end" if plan.soft_delete else " 'D'" }}
       else {{ dbt_merge._matched_action_sql(plan) }}
     end as {{ dbt_merge.quote_identifier(plan.names.action) }}
+    {{- dbt_merge._origin_column(plan) }}
   from {{ plan.deduped or plan.stage }} as {{ src }}
   {{ plan.join_type }} join (
     {#- Target rows with a NULL key (made outside the package) can match no source row: they
         stay out of the merge, so full_merge neither deletes nor re-inserts them. #}
-    select * from {{ plan.target }} as {{ dst }} where {{ dbt_merge._target_rows_condition(plan, false) }}
+    select * from {{ plan.scope or plan.target }} as {{ dst }} where {{ dbt_merge._target_rows_condition(plan, false) }}
     {{- dbt_merge.target_key_bounds(plan, dst) if plan.join_type != 'full outer' }}
   ) as {{ dst }}
     on {{ dbt_merge.key_match(plan.key_columns, src, dst, plan.compare) }}
@@ -81,12 +82,23 @@
     {{ src }}.{{ dbt_merge.quote_identifier(key) }},
     {%- endfor %}
     {{ action }} as {{ dbt_merge.quote_identifier(plan.names.action) }}
+    {{- dbt_merge._origin_column(plan) }}
   from {{ plan.deduped or plan.stage }} as {{ src }}
   {{ 'left outer' if every_source_row else 'inner' }} join (
-    select * from {{ plan.target }} as {{ dst }} where {{ dbt_merge._target_rows_condition(plan, false) }}
+    select * from {{ plan.scope or plan.target }} as {{ dst }} where {{ dbt_merge._target_rows_condition(plan, false) }}
     {{- dbt_merge.target_key_bounds(plan, dst) if plan.join_type != 'full outer' }}
   ) as {{ dst }}
     on {{ dbt_merge.key_match(plan.key_columns, src, dst, plan.compare) }}
+{% endmacro %}
+
+{#- `, DBT_INTERNAL_DEST.<origin>`: where a target row is stored, when the writer of the target
+    asked for it (scope_target: plan.scope, plan.origin), else nothing. -#}
+{% macro _origin_column(plan) %}
+  {%- if plan.origin -%}
+    {%- set q = dbt_merge.quote_identifier(plan.origin) -%}
+    {{ return(',\n    DBT_INTERNAL_DEST.' ~ q ~ ' as ' ~ q) }}
+  {%- endif -%}
+  {{ return('') }}
 {% endmacro %}
 
 {#- The action of a matched (source row, target row) pair: 'C', 'K', 'U', 'H' or 'N' (see above). -#}

@@ -174,6 +174,8 @@
     {% if stats is none %}
       {#-- the table state counted, checked and written: the write refuses a table that changed since --#}
       {% do plan.update(dbt_merge.counted_snapshot(plan.target, plan.target_storage, plan.target_properties)) %}
+      {#- a target written by the front end's writer: the rows the SELECT may match (scope_target) -#}
+      {% do plan.update(dbt_merge.scope_target(plan)) %}
       {% set keep_changes = dbt_merge.materialize_changes(plan) %}
       {% if not keep_changes and dbt_merge.inline_changes(plan) %}
         {#- read as a subquery by the count and the write: no view to make and drop -#}

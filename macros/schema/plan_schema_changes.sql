@@ -69,7 +69,10 @@
   {% if dbt_merge.schema_changes_any(changes) %}
     {% do log('dbt_merge ' ~ model.name ~ ': on_schema_change=' ~ config.get('on_schema_change') ~ ': '
               ~ dbt_merge._describe_schema_changes(changes), info=true) %}
-    {% do dbt_merge.alter_target_columns(target, add=changes.added, remove=changes.removed, retype=changes.retyped) %}
+    {#- a target the front end writes (target_writer.sql) gets the planned columns with its write -#}
+    {% if dbt_merge.target_writer() is none %}
+      {% do dbt_merge.alter_target_columns(target, add=changes.added, remove=changes.removed, retype=changes.retyped) %}
+    {% endif %}
   {% endif %}
 {% endmacro %}
 

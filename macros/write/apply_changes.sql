@@ -1,6 +1,11 @@
 {#- Write the classified changes (plan.changes) to the target. `counts` lets engines skip no-op
     statements. Deletes are soft (an UPDATE of soft_delete_column) when configured. -#}
 {% macro apply_changes(plan, counts) %}
+  {% set writer = dbt_merge.target_writer() %}
+  {% if writer is not none %}
+    {#- a target the front end writes itself (target_writer.sql) -#}
+    {{ return(writer.apply(plan, counts, dbt_merge.writer_spec(plan))) }}
+  {% endif %}
   {{ return(adapter.dispatch('apply_changes', 'dbt_merge')(plan, counts)) }}
 {% endmacro %}
 

@@ -1,5 +1,10 @@
 {#- First run and --full-refresh: build the target from the checked (and deduplicated) SELECT. -#}
 {% macro rebuild_target(plan, existing) %}
+  {% set writer = dbt_merge.target_writer() %}
+  {% if writer is not none %}
+    {#- a target the front end writes itself (target_writer.sql) -#}
+    {{ return(writer.build(plan, dbt_merge.rebuild_rows_sql(plan))) }}
+  {% endif %}
   {{ return(adapter.dispatch('rebuild_target', 'dbt_merge')(plan, existing)) }}
 {% endmacro %}
 
@@ -102,6 +107,7 @@
 {% endmacro %}
 
 {% macro duckdb__check_after_rebuild(cfg) %}
-  {{ return(not cfg.dry_run and not cfg.actions.dedupe and not cfg.delete_condition
+  {#- (a target a writer builds is not the model's table until it is published: checked before) -#}
+  {{ return(dbt_merge.target_writer() is none and not cfg.dry_run and not cfg.actions.dedupe and not cfg.delete_condition
             and not cfg.soft_delete and not cfg.history) }}
 {% endmacro %}

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import hashlib
 import os
 import re
 import shutil
@@ -261,7 +262,31 @@ def run_merge(
     con = getattr(con, "_cursor", con)  # dbt-duckdb wraps its cursor
     session = _Session(con, tx_id)
     context = _dbt_context(session, root, history, bool(config.get("merge_history_table")))
-    macros = MacroContext(config, session.query, fail, context=context, error=ParquetMergeError)
+    shared = os.environ.get("DBT_MERGE_PARQUET_FLOW", "") == "shared"
+    writer = None
+    methods = None
+    if shared:  # the flow of every door (run_merge.sql) with the Parquet writer (writer.py)
+        from dbt_merge.parquet.writer import ParquetWriter
+
+        writer = ParquetWriter(session, None, None, None, root, settings, fail, full_refresh,
+                               durable)
+        context.update(_flow_context(session, writer, full_refresh))
+        methods = {
+            "get_columns_in_relation": lambda relation: session.describe(str(relation)),
+            "drop_relation": lambda relation: session.con.execute(
+                f"drop view if exists {relation}"
+            ),
+            "commit": lambda: None,
+        }
+    macros = MacroContext(
+        config,
+        session.query,
+        fail,
+        context=context,
+        error=ParquetMergeError,
+        adapter_methods=methods,
+        run_statement=(lambda sql: session.con.execute(sql)) if shared else None,
+    )
     with contextlib.ExitStack() as stack:
         try:
             # what needs no dataset is checked before the dataset is locked (its folder, the
@@ -278,9 +303,15 @@ def run_merge(
                 recorder = _History(con, config, context, cfg, fail)
             # a dry run writes nothing anywhere: no folder, no lock, no work files
             tx = stack.enter_context(commit.transaction(root, read_only=dry_run, tx_id=tx_id))
-            merge = _Merge(session, macros, cfg, tx, root, settings, fail, full_refresh, durable)
             started_at = datetime.datetime.utcnow()
-            report = merge.run(source)
+            if writer is not None:
+                writer.m, writer.cfg, writer.tx = macros, cfg, tx
+                merge = writer
+                report = _run_flow(writer, macros, cfg, context, source)
+            else:
+                merge = _Merge(session, macros, cfg, tx, root, settings, fail, full_refresh,
+                               durable)
+                report = merge.run(source)
             publish = merge.deferred
             if recorder is not None and not report.stats.get("dry_run"):
                 recorder.ensure()
@@ -295,6 +326,41 @@ def run_merge(
             # the transaction (the lock, the work files) now belongs to the pending publish
             report.pending = Pending(merge.new_state, publish, stack.pop_all())
         return report
+
+
+def _run_flow(writer, macros: MacroContext, cfg, context, source: Any) -> MergeReport:
+    """The shared flow (macros/flow/run_merge.sql) into the dataset, written by `writer`."""
+    select, build = writer.prepare(source)
+    this = context["this"]
+    target = _Relation(this.database, this.schema, this.identifier, writer.view)
+    existing = target if writer.files else None
+    flow_cfg = dict(cfg)
+    # the history row is written around the publish (_History), not by the flow (see
+    # docs/design/parquet-writer.md, merge_history_table)
+    flow_cfg["history_table"] = None
+    stats = macros.run_merge(flow_cfg, target, existing, build, select)
+    report = writer.report
+    report.stats = {k: stats[k] for k in (*STAT_NAMES, "held_back") if k in stats}
+    if stats.get("dry_run"):
+        report.stats["dry_run"] = True
+    return report
+
+
+def _flow_context(session: _Session, writer: Any, full_refresh: bool) -> dict[str, Any]:
+    """What run_merge reads from dbt's context besides _dbt_context's, and the writer."""
+    return {
+        "invocation_args_dict": {},
+        "local_md5": lambda text: hashlib.md5(str(text).encode()).hexdigest(),
+        "make_temp_relation": lambda base, suffix: _Relation(
+            "", "", "", q.quote(session.prefix + suffix.strip("_"))
+        ),
+        "load_cached_relation": lambda relation: None,
+        "should_full_refresh": lambda: bool(full_refresh),
+        "create_table_as": lambda temporary, relation, sql: (
+            f"create {'temporary ' if temporary else ''}table {relation} as (\n{sql}\n)"
+        ),
+        "dbt_merge_writer": writer,
+    }
 
 
 class _History:

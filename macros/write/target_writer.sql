@@ -1,0 +1,32 @@
+{#-
+  A target that is not a table: a front end may write it itself, behind the same flow. The
+  Parquet door (dbt_merge.parquet) gives its writer as `dbt_merge_writer` in the render context
+  (as merge_dataframe gives dbt_merge_branches); in a dbt run there is none, and every macro
+  here does nothing. The flow talks to a writer at four points, each a phase's own macro:
+  scope_target (before the classify), apply_changes, rebuild_target and apply_schema_changes
+  (the writer writes the planned columns; no ALTER). See docs/design/parquet-writer.md.
+-#}
+{% macro target_writer() %}
+  {{ return(dbt_merge_writer if dbt_merge_writer is defined else none) }}
+{% endmacro %}
+
+{#- What the writer adds to the plan before the classify: {scope: the relation holding the target
+    rows the SELECT may match (a Parquet writer: the candidate files), origin: the column of
+    `scope` naming where each row is stored, which the changes then carry}; {} without a writer. -#}
+{% macro scope_target(plan) %}
+  {% set writer = dbt_merge.target_writer() %}
+  {{ return(writer.scope(plan, dbt_merge.writer_spec(plan)) if writer is not none else {}) }}
+{% endmacro %}
+
+{#- The SQL only the macros know, for a writer: which target rows (aliased DBT_INTERNAL_DEST) the
+    merge considers, which are live (soft deletes), delete_condition on a source row (aliased
+    DBT_INTERNAL_SOURCE), and how keys and values are compared (compared_value). -#}
+{% macro writer_spec(plan) %}
+  {{ return({
+    'considered': dbt_merge._target_rows_condition(plan, false),
+    'live': dbt_merge._live(plan) if plan.soft_delete else none,
+    'delete_flag': dbt_merge._delete_flag(plan) if plan.delete_condition else none,
+    'compared_value': dbt_merge.compared_value,
+    'key_match': dbt_merge.key_match,
+  }) }}
+{% endmacro %}
