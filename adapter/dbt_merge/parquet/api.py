@@ -599,6 +599,19 @@ class _Session:
             except duckdb.Error:
                 pass
         self.created.clear()
+        # the flow's work relations (named with this prefix by make_temp_relation) that a
+        # refused merge left: run_merge drops them only when it gets to its end
+        try:
+            left = self.con.execute(
+                "select 'table', table_name from duckdb_tables() where temporary"
+                " and starts_with(table_name, $1) union all select 'view', view_name"
+                " from duckdb_views() where temporary and starts_with(view_name, $1)",
+                [self.prefix],
+            ).fetchall()
+            for kind, name in left:
+                self.con.execute(f"drop {kind} if exists temp.main.{q.quote(name)}")
+        except duckdb.Error:
+            pass
 
 
 class _Merge:
