@@ -18,17 +18,361 @@ See docs/design/parquet-writer.md. Nothing is written to the dataset before the 
 from __future__ import annotations
 
 import os
-from typing import Any
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from dbt_merge.parquet import api
+from dbt_merge.parquet import commit, layout, paths, schema, types
 from dbt_merge.parquet import sql as q
-from dbt_merge.parquet.api import MergeReport, _dest_values, _find, _planned_columns
+from dbt_merge.parquet.errors import ParquetMergeError
 from dbt_merge.parquet.sql import DST, SRC, Column
 
+if TYPE_CHECKING:
+    from dbt_merge.parquet.api import MergeReport, _Options, _Session
+    from dbt_merge.render import MacroContext
 
-class ParquetWriter(api._Merge):
+
+class ParquetWriter:
     """One merge's writer. prepare() is the door's half (source and target relations); the
-    flow calls scope, apply and build."""
+    flow calls scope, apply and build. `report` (api.MergeReport) says what it wrote;
+    `deferred` publishes it (the door runs it, or hands it to its caller)."""
+
+    def __init__(self, session, macros, cfg, tx, root, options, fail, full_refresh, durable):
+        self.s: _Session = session
+        self.m: MacroContext = macros
+        self.cfg = cfg
+        self.tx: commit.Transaction = tx
+        self.root: Path = root
+        self.o: _Options = options
+        self.fail = fail
+        self.full_refresh = full_refresh
+        self.durable = durable
+        self.deferred = None  # the publish, run by run_merge (or its caller) with the history
+        self.new_state: list[tuple[str, str]] = []  # defer: the dataset's files afterwards
+        self.files: list[str] = []
+        self.listed: dict[str, tuple[int, int, int]] = {}
+        self.file_columns: dict[str, list[schema.FileColumn]] = {}  # each file's own columns
+
+
+    # ------------------------------------------------------------------ source
+
+    def _source_relation(self, source: Any) -> str:
+        paths = _as_paths(source)
+        if paths is not None:
+            if not paths:
+                self.fail("source is an empty list of paths.")
+            globs = [os.path.join(p, "**", "*.parquet") if os.path.isdir(p) else p for p in paths]
+            listed = ", ".join(q.literal(g) for g in globs)
+            return self.s.temp(
+                "source", f"select * from read_parquet([{listed}], union_by_name = true)", "view"
+            )
+        return self.s.register("source", source)
+
+    # ------------------------------------------------------------------ the dataset
+
+    def _partition_columns(self, files: list[str], source_names: list[str]) -> list[str]:
+        existing = layout.partition_columns(files, str(self.root))
+        wanted = self.o.partition_by
+        if files and not self.full_refresh:
+            if wanted is not None and [w.lower() for w in wanted] != [e.lower() for e in existing]:
+                self.fail(
+                    f"partition_by {wanted} differs from the dataset's partition folders "
+                    f"{existing or '(none)'}. Leave partition_by out, or use full_refresh to "
+                    "rewrite the dataset with the new partitioning."
+                )
+            return existing
+        columns = wanted if wanted is not None else existing
+        lowered = {n.lower(): n for n in source_names}
+        for column in columns:
+            if column.lower() not in lowered:
+                self.fail(
+                    f"partition column '{column}' is not in the source (columns: "
+                    f"{', '.join(source_names)}). Fix partition_by."
+                )
+        return [lowered[c.lower()] for c in columns]
+
+    def _hive_types(self, partitions: list[str], source_columns) -> dict[str, str] | None:
+        """Partition columns are typed as the source's (folder names carry no type; q.hive_type)."""
+        if not partitions:
+            return None
+        types = {c.name.lower(): c.dtype for c in source_columns}
+        missing = [p for p in partitions if p.lower() not in types]
+        if missing:
+            self.fail(
+                f"partition column '{missing[0]}' is not in the source. Add it to the source."
+            )
+        return {p: q.hive_type(types[p.lower()]) for p in partitions}
+
+    def _paths(self, files: list[str]) -> list[str]:
+        for f in [str(self.root), *files]:
+            if any(ch in f for ch in paths.GLOB_CHARACTERS):
+                self.fail(
+                    f"'{f}' has a glob character (* ? [ {{) in its path, which DuckDB "
+                    "would expand. Rename it."
+                )
+            if "\\" in f:
+                self.fail(
+                    f"'{f}' has a backslash in its path, which DuckDB's glob reads as an "
+                    "escape: readers of the dataset would not find that file. Rename it."
+                )
+        return [str(self.root / f) for f in files]
+
+    def _target_columns(self, files: list[str], hive: q.Hive | None) -> list[Column]:
+        """The dataset's columns as every reader sees them (union_by_name over all files), and
+        each file's own columns (self.file_columns). A file whose column does not widen into
+        that schema exactly is refused."""
+        paths = self._paths(files)
+        columns = self.s.describe(q.read_files(paths, hive))
+        file_list = "[" + ", ".join(q.literal(p) for p in paths) + "]"
+        self.file_columns = schema.top_level_columns(
+            self.s.query(
+                "select file_name, name, type, num_children, duckdb_type"
+                f" from parquet_schema({file_list}) order by file_name, column_id"
+            )[1]
+        )
+        partition_lower = {n.lower() for n in (hive.types if hive else {})}
+        unified = [(c.name, c.dtype) for c in columns if c.name.lower() not in partition_lower]
+        found = schema.conflicts(self.file_columns, unified)
+        if found:
+            root = str(self.root) + os.sep
+            name, dtype = found[0][0], found[0][1]
+            files_typed = [f"{f[len(root) :]} ({t})" for n, _, f, t in found if n == name]
+            shown = ", ".join(files_typed[:5]) + (" ..." if len(files_typed) > 5 else "")
+            self.fail(
+                f"the dataset's files disagree on the type of column '{name}': read together "
+                f"they give {dtype}, which some files' values do not read back as exactly "
+                f"({len(files_typed)} file(s): {shown}). Rewrite those files with one type, or "
+                "rebuild the dataset from the SELECT with --full-refresh (full_refresh=True). "
+                "The target was not changed."
+            )
+        return columns
+
+    # ------------------------------------------------------------------ first run / full refresh
+
+    def _build(self, plan, source: str, files: list[str], partitions: list[str], report) -> None:
+        rows = self.s.one(f"select count(*) from {source}")[0]
+        outputs = self._write_new_rows(
+            f"select * from {source}", rows, plan["key_columns"], plan["source_names"], partitions
+        )
+        report.files_added = self._keep_a_file(outputs, 0, self.s.describe(source), partitions)
+        report.files_removed = list(files)
+        report.rows_written = rows
+        self._publish(report)
+        report.dataset_files = len(report.files_added)
+        report.stats = {"inserted": rows, "updated": 0, "deleted": 0, "unchanged": 0, "total": rows}
+
+
+    def _compared(self, plan):
+        """compared_value of the plan, as a function (column, SQL expression) -> SQL: keys and
+        values judged byte for byte, whatever collation DuckDB would compare them by (the
+        connection's default_collation, a source column's COLLATE), also against the Parquet
+        statistics, which are in byte order."""
+        compare, macro = plan["compare"], self.m.get("compared_value")
+        return lambda column, expr: macro(compare, column, expr)
+
+    def _free_name(self, base: str) -> str:
+        """`base`, or `base (2)`, ...: a name no table or view of the connection has (the
+        caller's objects are the caller's, even one named as the dataset's folder)."""
+        rows = self.s.query(
+            "select lower(table_name) from duckdb_tables()"
+            " union all select lower(view_name) from duckdb_views()"
+        )[1]
+        taken = {r[0] for r in rows}
+        name, n = base, 1
+        while name.lower() in taken:
+            n += 1
+            name = f"{base} ({n})"
+        return name
+
+    def _now(self) -> str:
+        """The merge's time, once: what a table's merge stamps (current_timestamp of its one
+        transaction, as a TIMESTAMP in the session's time zone), for every file it rewrites."""
+        now = self.s.one(
+            "select strftime(cast(current_timestamp as timestamp), '%Y-%m-%d %H:%M:%S.%f')"
+        )
+        return f"cast({q.literal(now[0])} as timestamp)"
+
+    def _candidate_files(
+        self, plan, source, paths, file_list, target_columns, partitions, hive, file_col
+    ) -> list[str]:
+        """The files that may hold a source key: by row group statistics and partition values.
+        Conservative: a file without usable statistics is a candidate."""
+        types = {c.name.lower(): c.dtype for c in target_columns}
+        partition_lower = {p.lower() for p in partitions}
+        part_keys = [k for k in plan["key_columns"] if k.lower() in partition_lower]
+        range_keys = [
+            Column(k, types[k.lower()])
+            for k in plan["key_columns"]
+            if k.lower() not in partition_lower and q.is_prunable(types[k.lower()])
+        ]
+        if not range_keys and not part_keys:
+            return list(paths)
+        taken = [*types, *plan["source_names"], file_col]
+        lo = [q.fresh_name(f"dbt_merge_lo_{i}", taken) for i in range(len(range_keys))]
+        hi = [q.fresh_name(f"dbt_merge_hi_{i}", taken) for i in range(len(range_keys))]
+        # one row per (file, row group, column); only the key columns' rows carry ranges
+        metadata = f"(select * from parquet_metadata({file_list}))"
+        if range_keys:
+            # each key's statistics are those of the file's own top-level column of that name
+            leaves = []
+            for path in paths:
+                for index, key in enumerate(range_keys):
+                    found = schema.find(self.file_columns.get(path, []), key.name)
+                    if found is False:
+                        return list(paths)  # which column DuckDB reads is not certain
+                    if found is not None and found.leaf is not None:
+                        leaves.append((path, found.leaf, index))
+            if not leaves:
+                return []  # no file holds a key column: every dataset key is NULL
+            metadata = q.key_leaves_sql(file_list, leaves)
+        ranges_sql = q.row_group_ranges_sql(metadata, range_keys, file_col, lo, hi)
+        if part_keys:
+            # the partition values of each file, from its folders, as one more "range" per key
+            names = [n.lower() for n in hive.types]
+            types_by_name = {n.lower(): t for n, t in hive.types.items()}
+            rows = []
+            for path in paths:
+                values = [q.literal(path)]
+                for key in part_keys:
+                    value = hive.values[path][names.index(key.lower())]
+                    text = "null" if value is None else q.literal(value)
+                    values.append(f"cast({text} as {types_by_name[key.lower()]})")
+                rows.append(f"({', '.join(values)})")
+            part_list = ", ".join(q.quote(p) for p in part_keys)
+            ranges_sql = (
+                f"select dbt_merge_rg.*, {part_list} from ({ranges_sql}) as dbt_merge_rg join"
+                f" (values {', '.join(rows)}) as dbt_merge_pv({q.quote(file_col)}, {part_list})"
+                f" using ({q.quote(file_col)})"
+            )
+        ranges = self.s.temp("ranges", ranges_sql)
+        found = self.s.query(
+            q.candidate_files_sql(
+                ranges,
+                source,
+                file_col,
+                [k.name for k in range_keys],
+                lo,
+                hi,
+                part_keys,
+                self._compared(plan),
+            )
+        )[1]
+        hits = {r[0] for r in found}
+        return [p for p in paths if p in hits]
+
+    # ------------------------------------------------------------------ write and publish
+
+    def _rewrite_files(
+        self, affected, images, matched_source, hive, file_col, key_match
+    ) -> list[tuple[str, int]]:
+        """Each file holding an updated or deleted row, rewritten as one new file in the same
+        folder (the same keys, sorted, minus deleted and moved rows): [(relative path, rows)]."""
+        outputs = []
+        root = str(self.root) + os.sep
+        for file in affected:
+            rel = file[len(root) :].replace(os.sep, "/")
+            final = _sibling(rel, layout.new_file_name(self.tx.id, self._next_number()))
+            target = self.tx.new_files / final
+            target.parent.mkdir(parents=True, exist_ok=True)
+            query = q.rewrite_file_sql(file, images, matched_source, hive, file_col, key_match)
+            written = self.s.one(
+                q.copy_file_sql(query, str(target), self.o.compression, self.o.row_group_size)
+            )[0]
+            outputs.append((final, int(written)))
+        commit.checkpoint("written")
+        return outputs
+
+    def _write_new_rows(
+        self, query: str, bound: int, keys, names, partitions
+    ) -> list[tuple[str, int]]:
+        """Write the rows of `query` (at most `bound` of them) to new files, sorted by the key:
+        one file, or per partition folder, `rows_per_file` rows at most each."""
+        out = self.tx.folder / "copy"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        chunked = bound > self.o.rows_per_file
+        chunk_col = q.fresh_name("dbt_merge_chunk", names) if chunked else None
+        pattern = f"dbt_merge-{self.tx.id}-{{i}}"
+        destination = out if (partitions or chunked) else out / "single.parquet"
+        self.s.con.execute(
+            q.copy_sql(
+                query,
+                str(destination),
+                keys,
+                self.o.compression,
+                min(self.o.row_group_size, self.o.rows_per_file),
+                partitions,
+                chunk_col,
+                self.o.rows_per_file,
+                pattern,
+            )
+        )
+        outputs = []
+        for rel in commit.list_files(out):
+            directory = layout.parent(rel)
+            if chunk_col:  # drop the chunk folder: .../dbt_merge_chunk=3/x.parquet -> .../
+                directory = layout.parent(directory)
+            final = _in_folder(directory, layout.new_file_name(self.tx.id, self._next_number()))
+            target = self.tx.new_files / final
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(out / rel, target)
+            rows = self.s.one(f"select count(*) from read_parquet({q.literal(str(target))})")[0]
+            outputs.append((final, int(rows)))
+        commit.checkpoint("written")
+        return outputs
+
+    def _keep_a_file(
+        self, outputs, files_left: int, columns: list[Column], partitions
+    ) -> list[str]:
+        """The new files worth adding: those holding rows; but when the dataset would be left
+        with no file at all, one empty file keeps its schema (in a partitioned dataset, in the
+        NULL partition's folder), because readers of `**/*.parquet` fail on no file."""
+        kept = [path for path, rows in outputs if rows > 0]
+        for path, rows in outputs:
+            if rows == 0:
+                (self.tx.new_files / path).unlink()
+        if files_left or kept:
+            return kept
+        folder = "/".join(f"{p}=__HIVE_DEFAULT_PARTITION__" for p in partitions)
+        final = _in_folder(folder, layout.new_file_name(self.tx.id, self._next_number()))
+        target = self.tx.new_files / final
+        target.parent.mkdir(parents=True, exist_ok=True)
+        lowered = {p.lower() for p in partitions}
+        values = ", ".join(
+            f"cast(null as {c.dtype}) as {q.quote(c.name)}"
+            for c in columns
+            if c.name.lower() not in lowered
+        )
+        self.s.con.execute(
+            f"copy (select {values} limit 0) to {q.literal(str(target))}"
+            f" (format parquet, compression {self.o.compression})"
+        )
+        return [final]
+
+    def _next_number(self) -> int:
+        self._files_written = getattr(self, "_files_written", 0) + 1
+        return self._files_written - 1
+
+    def _publish(self, report: MergeReport) -> None:
+        """Plan the publish of `report` (self.deferred) and the dataset as it will leave it
+        (self.new_state); run_merge runs it, with the history row, or hands it to its caller."""
+
+        def publish() -> None:
+            plan = layout.plan_swap(
+                report.files_removed,
+                report.files_added,
+                lambda d: (self.root / d).is_dir() if d else self.root.is_dir(),
+            )
+            try:
+                commit.publish(self.tx, plan, durable=self.durable, listed=self.listed)
+            except ParquetMergeError as e:
+                self.fail(str(e))
+
+        removed = set(report.files_removed)
+        self.new_state = [(str(self.root / f), f) for f in self.files if f not in removed]
+        self.new_state += [(str(self.tx.new_files / f), f) for f in report.files_added]
+        self.deferred = publish
 
     # ------------------------------------------------------------------ the door's half
 
@@ -37,7 +381,7 @@ class ParquetWriter(api._Merge):
         files, partitions and columns, and the target view. Returns (source select, build)."""
         stage = self._stored_view(self._source_relation(source))
         source_columns = self.s.describe(stage)
-        self.listed = api.commit.listing(self.root)
+        self.listed = commit.listing(self.root)
         files = sorted(self.listed)
         self.files = files
         self.new_state = [(str(self.root / f), f) for f in files]
@@ -47,7 +391,7 @@ class ParquetWriter(api._Merge):
         build = self.full_refresh or not files
         hive = None
         if hive_types is not None and files:
-            values = {str(self.root / f): api.layout.partition_values(f, partitions) for f in files}
+            values = {str(self.root / f): layout.partition_values(f, partitions) for f in files}
             hive = q.Hive(hive_types, values)
         self.partitions, self.hive, self.hive_types = partitions, hive, hive_types or {}
         self.target_columns = None if build else self._target_columns(files, hive)
@@ -58,6 +402,8 @@ class ParquetWriter(api._Merge):
                 + q.read_files(self._paths(files), hive)
             )
             self.s.created.append(("view", self.view))
+        from dbt_merge.parquet.api import MergeReport
+
         self.report = MergeReport(
             stats={},
             root=str(self.root),
@@ -73,7 +419,7 @@ class ParquetWriter(api._Merge):
         the source itself): the flow stages it once."""
         conversions = {}
         for col in self.s.describe(raw):
-            how = api.types.stored(col.name, col.dtype)
+            how = types.stored(col.name, col.dtype)
             if isinstance(how, str):
                 self.fail(how + " The target was not changed.")
             if how is not None:
@@ -270,3 +616,51 @@ class ParquetWriter(api._Merge):
         )
         source = f"({rows_sql}) as dbt_merge_rebuild"
         self._build(plan, source, self.files, partitions, self.report)
+
+
+def _sibling(path: str, name: str) -> str:
+    """`name` in the folder of `path`, a relative path ("x" is in the root)."""
+    return _in_folder(layout.parent(path), name)
+
+
+def _in_folder(directory: str, name: str) -> str:
+    """`name` in a relative folder ("" is the root)."""
+    return f"{directory}/{name}" if directory else name
+
+
+def _planned_columns(target_columns: list[Column], schema_plan) -> list[Column]:
+    """The dataset's columns after the planned schema change (plan_schema_changes)."""
+    removed = {c.name.lower() for c in schema_plan["removed"]}
+    retyped = {r["column"].name.lower(): r["new_type"] for r in schema_plan["retyped"]}
+    columns = [
+        Column(c.name, retyped.get(c.name.lower(), c.dtype))
+        for c in target_columns
+        if c.name.lower() not in removed
+    ]
+    return columns + [Column(c.name, c.dtype) for c in schema_plan["added"]]
+
+
+def _dest_values(schema_plan) -> dict[str, str]:
+    """A dataset row's value of a column as the planned schema change leaves it (the SQL of
+    the macros' _dest_value): NULL in an added column, converted in a retyped one."""
+    values = {c.name.lower(): f"cast(null as {c.dtype})" for c in schema_plan["added"]}
+    for r in schema_plan["retyped"]:
+        values[r["column"].name.lower()] = (
+            f"cast({DST}.{q.quote(r['column'].name)} as {r['new_type']})"
+        )
+    return values
+
+
+def _find(name: str, names: Sequence[str]) -> str | None:
+    for candidate in names:
+        if candidate.lower() == name.lower():
+            return candidate
+    return None
+
+
+def _as_paths(source: Any) -> list[str] | None:
+    if isinstance(source, str | os.PathLike):
+        return [os.fspath(source)]
+    if isinstance(source, list | tuple) and all(isinstance(s, str | os.PathLike) for s in source):
+        return [os.fspath(s) for s in source]
+    return None
