@@ -133,7 +133,7 @@ INTERNAL_NAMES = [
 NOT_COLUMN_NAMES = {"dbt_merge_branch", "dbt_merge_branches", "dbt_merge_new_", "dbt_merge_view",
                     "dbt_merge_views", "dbt_merge_files", "dbt_merge_sizes", "dbt_merge_ids",
                     "snapshot_id", "dbt_merge_parquet_check", "dbt_merge_find_relation",
-                    "dbt_merge_extensions", "dbt_merge_history_check"}
+                    "dbt_merge_extensions", "dbt_merge_history_check", "dbt_merge_writer"}
 RESERVED_NAMES = [
     "select", "from", "where", "order", "group", "by", "key", "value", "table", "end", "case",
     "when", "null", "limit", "using", "on", "merge", "matched", "set", "values", "join", "as",
