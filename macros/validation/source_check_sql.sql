@@ -156,8 +156,8 @@
       'usmallint', 'uinteger', 'int1', 'int2', 'int4', 'int8', 'int', 'short', 'long'] %}
     {{ return(none) }}
   {% endif %}
-  {#- the target exists (and is counted) unless the table is being built; the Parquet-dataset API
-      names its dataset (a string, no table yet) and sizes it itself -#}
+  {#- the target exists (and is counted) unless the table is being built (a Parquet dataset's
+      target is the door's view over its files: counted the same way) -#}
   {% set count_target = plan.schema is not none and not plan.deduped and plan.target is not string %}
   {% set q = dbt_merge.quote_identifier(plan.key_columns[0]) %}
   {% set row = dbt_merge.run_sql('select min(' ~ q ~ '), max(' ~ q ~ '), count(' ~ q ~ '), count(*)'

@@ -18,15 +18,14 @@
   {{ return(writer.scope(plan, dbt_merge.writer_spec(plan)) if writer is not none else {}) }}
 {% endmacro %}
 
-{#- The SQL only the macros know, for a writer: which target rows (aliased DBT_INTERNAL_DEST) the
-    merge considers, which are live (soft deletes), delete_condition on a source row (aliased
-    DBT_INTERNAL_SOURCE), and how keys and values are compared (compared_value). -#}
+{#- The SQL only the flow's phases know, for a writer (which may call public macros, such as
+    key_match and compared_value, but renders no phase's private one): which target rows
+    (aliased DBT_INTERNAL_DEST) the merge considers, which of them are live (soft deletes), and
+    delete_condition on a source row (aliased DBT_INTERNAL_SOURCE). -#}
 {% macro writer_spec(plan) %}
   {{ return({
     'considered': dbt_merge._target_rows_condition(plan, false),
     'live': dbt_merge._live(plan) if plan.soft_delete else none,
     'delete_flag': dbt_merge._delete_flag(plan) if plan.delete_condition else none,
-    'compared_value': dbt_merge.compared_value,
-    'key_match': dbt_merge.key_match,
   }) }}
 {% endmacro %}
