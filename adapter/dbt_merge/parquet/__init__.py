@@ -2,14 +2,9 @@
 checks and statistics. See merge_parquet_dataset; dataset_files and read_dataset read a dataset
 as one merge left it, whatever merges publish meanwhile."""
 
-from dbt_merge.parquet.api import (
-    MergeReport,
-    dataset_files,
-    merge_parquet_dataset,
-    read_dataset,
-    run_merge,
-)
+from dbt_merge.parquet.api import MergeReport, merge_parquet_dataset, run_merge
 from dbt_merge.parquet.errors import ParquetMergeError
+from dbt_merge.parquet.reader import dataset_files, read_dataset
 
 __all__ = [
     "MergeReport",

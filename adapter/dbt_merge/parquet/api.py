@@ -29,7 +29,7 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -37,9 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from dbt_merge.duckdb import history as duckdb_history
 from dbt_merge.options import MergeOptions, merge_config
-from dbt_merge.parquet import commit, layout, paths
+from dbt_merge.parquet import commit, paths
 from dbt_merge.parquet import history as merge_history
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
@@ -294,7 +293,7 @@ def run_merge(
                 )
             recorder = None
             if cfg.get("history_table"):
-                recorder = _History(con, config, context, cfg, fail)
+                recorder = merge_history.Recorder(con, config, context, cfg, fail)
             # a dry run writes nothing anywhere: no folder, no lock, no work files
             tx = stack.enter_context(commit.transaction(root, read_only=dry_run, tx_id=tx_id))
             started_at = datetime.datetime.utcnow()
@@ -350,90 +349,6 @@ def _flow_context(session: _Session, writer: Any, full_refresh: bool) -> dict[st
         ),
         "dbt_merge_writer": writer,
     }
-
-
-class _History:
-    """merge_history_table: checked when the merge starts (before anything is written),
-    created on first use by a cursor of its own, and its row written on another cursor of its
-    own, in a transaction begun after the table exists and committed right after the publish
-    (a dbt model's transaction may have begun before the table was created, and would not see
-    it). So the row exists exactly when the dataset was published."""
-
-    def __init__(self, con, config, context, cfg, fail):
-        self.con, self.config, self.context, self.cfg = con, config, context, cfg
-        self.name = cfg["history_table"]
-        macros = self._macros(con, fail)
-        self.relation = macros.get("_history_relation")(self.name, context["this"])
-        self.create_sql = macros.get("_create_history_sql")(self.relation)
-        columns = [c for c, _ in macros.get("_history_columns")()]
-
-        def refuse(message: str) -> None:
-            fail(message + " The target was not changed.")
-
-        self.fail, self.refuse = fail, refuse
-        duckdb_history.check(
-            lambda sql, params: con.execute(sql, params).fetchall(),
-            self.relation,
-            self.name,
-            columns,
-            refuse,
-        )
-
-    def _macros(self, con, fail) -> MacroContext:
-        def columns(relation) -> list[Column]:
-            # record_merge_history reads the history table's columns (`versions` or not)
-            rows = con.execute(f"describe select * from {relation}").fetchall()
-            return [Column(row[0], row[1]) for row in rows]
-
-        return MacroContext(
-            self.config,
-            _Session(con, "").query,
-            fail,
-            context=self.context,
-            error=ParquetMergeError,
-            adapter_methods={"get_columns_in_relation": columns},
-        )
-
-    def ensure(self) -> None:
-        merge_history.ensure_table(self.con, self.create_sql)
-
-    def publishing(self, publish, stats, started_at, prefix: str):
-        """The publish, with the history row: written in a transaction on a cursor of its own,
-        the dataset published, the transaction committed. A failure before the commit rolls
-        the row back and leaves the dataset unpublished."""
-
-        def run() -> None:
-            cursor = self.con.cursor()
-            try:
-                cursor.begin()
-                try:
-                    try:
-                        self._macros(cursor, self.fail).record_merge_history(
-                            self.name, self.context["this"], self.cfg["strategy"], stats, started_at
-                        )
-                    except duckdb.Error as e:
-                        self.refuse(
-                            f"merge_history_table '{self.name}': the history row could not be "
-                            f"written to {self.relation} ({type(e).__name__}: {e}). Fix that "
-                            "table or name another (leave merge_history_table out to merge "
-                            "without a history)."
-                        )
-                    publish()
-                except BaseException:
-                    cursor.rollback()
-                    raise
-                try:
-                    cursor.commit()
-                except duckdb.Error as e:
-                    raise ParquetMergeError(
-                        f"{prefix}the dataset was merged and published, but its history row "
-                        f"could not be committed to {self.relation} ({type(e).__name__}: {e});"
-                        " the merge's statistics were not recorded."
-                    ) from e
-            finally:
-                cursor.close()
-
-        return run
 
 
 def _in_transaction(con) -> bool:
@@ -601,66 +516,3 @@ class _Session:
                 self.con.execute(f"drop {kind} if exists temp.main.{q.quote(name)}")
         except duckdb.Error:
             pass
-
-
-@contextlib.contextmanager
-def dataset_files(target_path: str | os.PathLike) -> Iterator[list[str]]:
-    """The dataset's Parquet files (absolute paths, sorted), with no merge of the package
-    publishing into it until the block ends: read them inside the block, and the read is the
-    dataset as one merge left it, never part of one state and part of another. A glob of
-    `target_path/**/*.parquet` taken while a merge publishes may not be (DuckDB skips a listed
-    file that is gone when it looks at it; see docs/parquet-datasets.md, Readers). A merge
-    waits to publish until such blocks end. `target_path` is resolved as the merge resolves it
-    (`~`, symlinks, `..`). A file whose path has a glob character or a backslash (another
-    tool's `a[1].parquet`) is refused: DuckDB expands every path of a list it reads, so a read
-    of the list would read another file in its place."""
-    root = Path(os.path.realpath(os.path.expanduser(os.fspath(target_path))))
-    with commit.dataset_files(root) as files:
-        for f in files:
-            odd = sorted({ch for ch in f if ch in paths.GLOB_CHARACTERS + "\\"})
-            if odd:
-                raise ParquetMergeError(
-                    f"dbt_merge: dataset '{target_path}': the file '{f}' has {' '.join(odd)} "
-                    "in its path, which DuckDB reads as a glob (or a backslash as an escape) in "
-                    "every path of a list it reads: a read of the dataset's files would read "
-                    "another file in its place, or none. Rename it without * ? [ { \\. "
-                    "Nothing was read."
-                )
-        yield files
-
-
-def read_dataset(
-    target_path: str | os.PathLike,
-    *,
-    connection: duckdb.DuckDBPyConnection | None = None,
-    hive_types: dict[str, str] | None = None,
-):
-    """The dataset's rows as a PyArrow table, read inside dataset_files (one state of the
-    dataset, whatever merges publish meanwhile), union_by_name over its files. Partition
-    columns come from the folders below `target_path` only (a `k=v` folder above it is no
-    column), typed by `hive_types` ({column: DuckDB type}; VARCHAR otherwise: folder names
-    carry no type). `connection`: the DuckDB connection to read with (default: a private
-    one). A folder without Parquet files is refused."""
-    con = connection or duckdb.connect()
-    try:
-        with dataset_files(target_path) as files:
-            if not files:
-                raise ParquetMergeError(
-                    f"dbt_merge: dataset '{target_path}': it holds no Parquet file to read."
-                )
-            root = os.path.realpath(os.path.expanduser(os.fspath(target_path)))
-            rels = [os.path.relpath(f, root).replace(os.sep, "/") for f in files]
-            partitions = layout.partition_columns(rels, root)
-            hive = None
-            if partitions:
-                wanted = {k.lower(): v for k, v in (hive_types or {}).items()}
-                types = {p: wanted.get(p.lower(), "VARCHAR") for p in partitions}
-                values = {
-                    f: layout.partition_values(r, partitions)
-                    for f, r in zip(files, rels, strict=True)
-                }
-                hive = q.Hive(types, values)
-            return con.sql(f"select * from {q.read_files(files, hive)}").to_arrow_table()
-    finally:
-        if connection is None:
-            con.close()

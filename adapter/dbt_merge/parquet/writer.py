@@ -54,7 +54,6 @@ class ParquetWriter:
         self.listed: dict[str, tuple[int, int, int]] = {}
         self.file_columns: dict[str, list[schema.FileColumn]] = {}  # each file's own columns
 
-
     # ------------------------------------------------------------------ source
 
     def _source_relation(self, source: Any) -> str:
@@ -161,7 +160,6 @@ class ParquetWriter:
         self._publish(report)
         report.dataset_files = len(report.files_added)
         report.stats = {"inserted": rows, "updated": 0, "deleted": 0, "unchanged": 0, "total": rows}
-
 
     def _compared(self, plan):
         """compared_value of the plan, as a function (column, SQL expression) -> SQL: keys and
@@ -461,8 +459,9 @@ class ParquetWriter:
                     "target was not changed."
                 )
         target_names = [c.name for c in self.target_columns]
-        self.origin = q.fresh_name("dbt_merge_file", [*target_names, *plan["source_names"],
-                                                      plan["names"]["action"]])
+        self.origin = q.fresh_name(
+            "dbt_merge_file", [*target_names, *plan["source_names"], plan["names"]["action"]]
+        )
         paths = self._paths(self.files)
         file_list = "[" + ", ".join(q.literal(p) for p in paths) + "]"
         rewrite_all = bool(schema_plan["removed"] or schema_plan["retyped"])
@@ -470,8 +469,14 @@ class ParquetWriter:
             candidates = paths
         else:
             candidates = self._candidate_files(
-                plan, plan["deduped"] or plan["stage"], paths, file_list, self.target_columns,
-                self.partitions, self.hive, self.origin,
+                plan,
+                plan["deduped"] or plan["stage"],
+                paths,
+                file_list,
+                self.target_columns,
+                self.partitions,
+                self.hive,
+                self.origin,
             )
         self.report.files_scanned = len(candidates)
         self.read_columns = self.target_columns + [
@@ -572,8 +577,9 @@ class ParquetWriter:
                     matched, source, file_col, action_col, matched_match, every_file=rewrite_all
                 ),
             )
-        outputs = self._rewrite_files(affected, images, matched_source, self.hive, file_col,
-                                      key_match)
+        outputs = self._rewrite_files(
+            affected, images, matched_source, self.hive, file_col, key_match
+        )
         affected_view = None
         if affected and images.moved():
             affected_view = self.s.temp(
@@ -582,8 +588,15 @@ class ParquetWriter:
                 "view",
             )
         new_rows = q.new_rows_sql(
-            images, source, matched, matched_match, inserts and inserted > 0, affected_view,
-            matched_source, key_match, kept_source,
+            images,
+            source,
+            matched,
+            matched_match,
+            inserts and inserted > 0,
+            affected_view,
+            matched_source,
+            key_match,
+            kept_source,
         )
         if new_rows is not None:
             bound = inserted + (counts["updated"] + counts["deleted"] if images.moved() else 0)
@@ -592,18 +605,18 @@ class ParquetWriter:
             )
         report = self.report
         root = str(self.root) + os.sep
-        report.files_removed = [p[len(root):].replace(os.sep, "/") for p in affected]
+        report.files_removed = [p[len(root) :].replace(os.sep, "/") for p in affected]
         carries = any(rows for _, rows in outputs) or not schema_plan["added"]
         report.files_added = self._keep_a_file(
-            outputs, len(self.files) - len(affected) if carries else 0, out_columns,
+            outputs,
+            len(self.files) - len(affected) if carries else 0,
+            out_columns,
             self.partitions,
         )
         report.rows_written = sum(n for _, n in outputs)
         report.columns = [c.name for c in out_columns]
         self._publish(report)
-        report.dataset_files = len(self.files) - len(report.files_removed) + len(
-            report.files_added
-        )
+        report.dataset_files = len(self.files) - len(report.files_removed) + len(report.files_added)
 
     def build(self, plan, rows_sql: str) -> None:
         """A first build or full refresh: the checked rows into new files, every file replaced."""
