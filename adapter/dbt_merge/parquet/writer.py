@@ -528,7 +528,10 @@ class ParquetWriter:
                 f" union all select {DST}.{f}, {dst_keys}, 'D' from {plan['scope']} as {DST}"
                 f" where {where}"
             )
-        matched = self.s.temp("matched", matched_sql)
+        # a view over the changes (a table of the flow's, DuckDB: materialize_changes), unless
+        # the unmatched rows are added: their scan of the files is made once
+        unmatched = deletes and counts.get("unmatched")
+        matched = self.s.temp("matched", matched_sql, "table" if unmatched else "view")
         inserted = counts["inserted"]
         affected = paths if rewrite_all else []
         if not rewrite_all and (counts["updated"] or counts["deleted"]):
