@@ -1,10 +1,10 @@
 """SQL text of the Parquet merge (DuckDB dialect): pure functions, no connection.
 
-The merge's *semantics* come from the package's macros (macros.py renders them): which rows
-match (`key_match`), when a matched row changed (`_row_changed_condition`), the strategy's
-actions. This module writes the SQL that is particular to files: reading a set of Parquet
-files, pruning them by their statistics, listing the matched rows with the file that holds
-them, and the one query whose result replaces the rewritten files.
+The merge's *semantics* are the shared flow's (macros/flow/run_merge.sql): which rows match,
+their actions and the counts come from its changes. This module writes the SQL that is
+particular to files, for the writer (writer.py): reading a set of Parquet files, pruning them by
+their statistics, the matched source rows of the files to rewrite, and the one query whose
+result replaces each rewritten file.
 """
 
 from __future__ import annotations
@@ -155,14 +155,8 @@ def read_dataset(root: str, hive_types: dict[str, str] | None, columns: Sequence
     return f"(select {listed} from read_parquet({pattern}, {options}))"
 
 
-def keys_not_null(keys: Sequence[str], alias: str) -> str:
-    return " and ".join(f"{alias}.{quote(k)} is not null" for k in keys)
 
 
-def key_example(keys: Sequence[str], alias: str | None = None) -> str:
-    prefix = f"{alias}." if alias else ""
-    parts = ", ".join(f"cast({prefix}{quote(k)} as varchar)" for k in keys)
-    return f"concat_ws(', ', {parts})"
 
 
 def row_group_ranges_sql(
@@ -264,34 +258,6 @@ def empty_relation(columns: Sequence[Column], filename_column: str) -> str:
     return f"(select {', '.join(typed)} limit 0)"
 
 
-def matched_rows_sql(
-    target: str,
-    source: str,
-    keys: Sequence[str],
-    key_match: str,
-    matched_action: str,
-    unmatched_action: str | None,
-    considered: str,
-    file_column: str,
-    action_column: str,
-) -> str:
-    """Every dataset row the merge considers (`considered`, on DST: key not NULL, inside the
-    incremental predicates) that a source row matches, with the file holding it and the
-    action of the pair (`matched_action`, the macros' _matched_action_sql); with
-    `unmatched_action` (the strategy deletes), the considered rows no source row matches too,
-    with that action ('D', or 'X' for a row soft-deleted already)."""
-    if unmatched_action is not None:
-        missing = f"{SRC}.{quote(keys[0])} is null"
-        action = f"case when {missing} then {unmatched_action} else {matched_action} end"
-        join = "left join"
-    else:
-        action, join = matched_action, "join"
-    key_list = ", ".join(f"{DST}.{quote(k)}" for k in keys)
-    return (
-        f"select {DST}.{quote(file_column)}, {key_list}, {action} as {quote(action_column)}"
-        f" from {target} as {DST} {join} {source} as {SRC} on {key_match}"
-        f" where {considered}"
-    )
 
 
 def matched_source_sql(
