@@ -59,7 +59,7 @@ COLUMNS_SQL = (
 def prepare(work: Path, rows: int, increments: dict[str, int]) -> None:
     """The pristine dataset and database, and one Parquet file per increment."""
     import duckdb
-    from dbt_merge.parquet import run_merge
+    from dbt_merge.parquet import merge_with_report as run_merge
 
     con = duckdb.connect()
     data = con.sql(f"{COLUMNS_SQL} from (select range as i from range({rows}))")
@@ -96,7 +96,7 @@ from pathlib import Path
 method, work, increment = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 source = str(work / f"inc_{increment}.parquet")
 import duckdb
-from dbt_merge.parquet import run_merge
+from dbt_merge.parquet import merge_with_report as run_merge
 _connect = duckdb.connect
 
 

@@ -22,7 +22,8 @@ stats = merge_parquet_dataset(
     strategy="upsert",              # upsert | insert | update | full_merge | deduplicate
     compression="zstd",             # the Parquet codec of the files written
 )
-print(first)
-print(stats)
-# {'inserted': 4, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': 4}
-# {'inserted': 1, 'updated': 1, 'deleted': 0, 'unchanged': 0, 'total': 5}
+for result in (first, stats):
+    print(f"lake/customers: {result.inserted} inserted, {result.updated} updated, "
+          f"{result.deleted} deleted, {result.unchanged} unchanged, {result.total} total")
+# lake/customers: 4 inserted, 0 updated, 0 deleted, 0 unchanged, 4 total
+# lake/customers: 1 inserted, 1 updated, 0 deleted, 0 unchanged, 5 total

@@ -42,14 +42,14 @@ def merge_into_duckdb(con: duckdb.DuckDBPyConnection, arrow_table: pa.Table):
     return result
 
 
-def dataset_first_load() -> dict:
+def dataset_first_load():
     from dbt_merge import merge_parquet_dataset
 
     return merge_parquet_dataset(CUSTOMERS[1].select(["customer_id", "region", "tier"]),
                                  "lake/customers", key_columns=["customer_id"])
 
 
-def dataset_increment() -> dict:
+def dataset_increment():
     import pyarrow as pa
     from dbt_merge import merge_parquet_dataset
 
@@ -63,7 +63,7 @@ def dataset_increment() -> dict:
     )
     # into the dataset of customers 1 to 4 that dataset_first_load() wrote:
     # {'inserted': 1, 'updated': 1, 'deleted': 0, 'unchanged': 0, 'total': 5}
-    print(stats)
+    print(stats.as_dict())
     return stats
 
 

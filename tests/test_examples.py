@@ -42,6 +42,7 @@ import duckdb
 import pytest
 import yaml
 from dbt.cli.main import dbtRunner
+from dbt_merge.result import MergeResult
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -668,7 +669,8 @@ def test_the_python_doors_example_runs(tmp_path, monkeypatch, capsys):
                                 "total": 5}
     _, increment = results["merge_parquet_dataset"]
     (shown,) = re.findall(r"^\s*# (\{'inserted'.*\})$", script.read_text(), re.M)
-    assert increment == ast.literal_eval(shown)
+    assert isinstance(increment, MergeResult), repr(increment)
+    assert increment.as_dict() == ast.literal_eval(shown)
     assert "analytics.customers: 1 inserted, 2 updated, 0 deleted, 1 unchanged, 5 total" in (
         capsys.readouterr().out
     )

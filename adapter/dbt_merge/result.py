@@ -70,3 +70,59 @@ class MergeResult:
         if self.snapshot_id is not None:
             out["snapshot_id"] = self.snapshot_id
         return out
+
+
+_DICT_READS = (
+    "merge_parquet_dataset returns a MergeResult now (as merge_table and merge_dataframe do): "
+    "read result.inserted, ..., or result.as_dict(). Reading it as a dict still works in this "
+    "release and stops in the next one."
+)
+
+
+@dataclass(frozen=True, eq=False)
+class DictReadableResult(MergeResult):
+    """A MergeResult that can still be read as the dict merge_parquet_dataset returned before
+    0.2.0 (`result["inserted"]`, `result.get(...)`, `dict(result)`, `result == {...}`), each
+    read warning with a DeprecationWarning. Compared with a MergeResult it is one."""
+
+    def _as_dict_warned(self) -> dict[str, Any]:
+        import warnings
+
+        warnings.warn(_DICT_READS, DeprecationWarning, stacklevel=3)
+        return self.as_dict()
+
+    def __getitem__(self, key: str) -> Any:
+        return self._as_dict_warned()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._as_dict_warned()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._as_dict_warned().get(key, default)
+
+    def keys(self):
+        return self._as_dict_warned().keys()
+
+    def items(self):
+        return self._as_dict_warned().items()
+
+    def values(self):
+        return self._as_dict_warned().values()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self._as_dict_warned() == dict(other)
+        if isinstance(other, MergeResult):
+            return MergeResult.__eq__(MergeResult(**_fields(self)), MergeResult(**_fields(other)))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to dicts, which are unhashable
+
+    def __repr__(self) -> str:
+        return repr(MergeResult(**_fields(self)))
+
+
+def _fields(result: MergeResult) -> dict[str, Any]:
+    from dataclasses import fields
+
+    return {f.name: getattr(result, f.name) for f in fields(MergeResult)}

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dbt_merge import ParquetMergeError, merge_parquet_dataset
-from dbt_merge.parquet import run_merge, sql
+from dbt_merge.parquet import merge_with_report as run_merge
+from dbt_merge.parquet import sql
 
 from .datasets import fingerprint, read_dataset
 

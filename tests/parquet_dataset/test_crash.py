@@ -24,7 +24,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from dbt_merge.parquet import run_merge
+from dbt_merge.parquet import merge_with_report as run_merge
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -257,7 +257,7 @@ def test_the_work_folder_stays_on_the_datasets_file_system_and_where_it_can_be_m
             locked.chmod(0o555)
         code = (
             "import pyarrow as pa\n"
-            "from dbt_merge.parquet import run_merge\n"
+            "from dbt_merge.parquet import merge_with_report as run_merge\n"
             f"r = run_merge(pa.table({{'id': [1], 'v': ['v']}}), {str(mine / 'run=1')!r}, 'id')\n"
             "print(r.stats['inserted'])\n"
         )

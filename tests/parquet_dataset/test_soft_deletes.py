@@ -16,7 +16,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-from dbt_merge.parquet import run_merge
+from dbt_merge.parquet import merge_with_report as run_merge
 from reliability.reference import Options, canonical, merge
 
 from .datasets import fingerprint, read_dataset

@@ -12,7 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dbt_merge import ParquetMergeError
-from dbt_merge.parquet import run_merge, schema, types
+from dbt_merge.parquet import merge_with_report as run_merge
+from dbt_merge.parquet import schema, types
 
 from .datasets import fingerprint
 

@@ -44,7 +44,7 @@ from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
 from dbt_merge.parquet.sql import Column
 from dbt_merge.render import MacroContext, source_wording
-from dbt_merge.result import MergeResult
+from dbt_merge.result import DictReadableResult, MergeResult
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated
     from typing import Unpack
@@ -68,12 +68,12 @@ class MergeReport:
     columns: list[str] = field(default_factory=list)  # the dataset's columns afterwards
     partition_columns: list[str] = field(default_factory=list)
     hive_types: dict[str, str] = field(default_factory=dict)
-    pending: Pending | None = None  # run_merge(defer_publish=True): publish it to make it live
+    pending: Pending | None = None  # defer_publish=True: publish it to make it live
 
 
 @dataclass
 class Pending:
-    """A merge whose files are written but not yet live (run_merge(defer_publish=True)). It
+    """A merge whose files are written but not yet live (merge_with_report(defer_publish=True)). It
     holds the dataset's lock until publish() or abort(); each releases it and deletes the
     work files. `files` is the dataset as it will be: (absolute path, path relative to the
     dataset) of each file, the new ones still in the work folder."""
@@ -106,10 +106,11 @@ def merge_parquet_dataset(
     memory_limit: str | None = None,
     durable: bool = True,
     **options: Unpack[MergeOptions],
-) -> dict[str, Any]:
-    """Merge `source` into the Parquet dataset at `target_path` and return the statistics
-    `{"inserted", "updated", "deleted", "unchanged", "total"}` (plus `held_back` with
-    merge_update_condition, `dry_run` for a dry run).
+) -> MergeResult:
+    """Merge `source` into the Parquet dataset at `target_path` and return the statistics, a
+    MergeResult as merge_table's (inserted, updated, deleted, unchanged, total; held_back with
+    merge_update_condition, dry_run). Until the next release it can still be read as the dict
+    it used to be (`result["inserted"]`, with a DeprecationWarning).
 
     source: a PyArrow table or record batch reader (or anything DuckDB scans: pandas, polars,
         a DuckDB relation of `connection`), or a path to Parquet files: a file, a folder
@@ -140,7 +141,7 @@ def merge_parquet_dataset(
     when another writer changed the dataset while the merge ran. A dry run writes nothing
     anywhere.
     """
-    report = run_merge(
+    report = merge_with_report(
         source,
         target_path,
         key_columns,
@@ -154,7 +155,7 @@ def merge_parquet_dataset(
         dedup_order_by=dedup_order_by,
         **options,
     )
-    return MergeResult.from_stats(report.stats).as_dict()
+    return DictReadableResult.from_stats(report.stats)
 
 
 #: The options of a table that a dataset has no use for: (the values accepted, why no other).
@@ -183,7 +184,7 @@ REFUSED = {
 }
 
 
-def run_merge(
+def merge_with_report(
     source: Any,
     target_path: str | os.PathLike,
     key_columns: str | Sequence[str],
@@ -200,7 +201,8 @@ def run_merge(
     history: dict[str, Any] | None = None,
     **options: Unpack[MergeOptions],
 ) -> MergeReport:
-    """merge_parquet_dataset, returning a MergeReport (files replaced and written too).
+    """merge_parquet_dataset, returning a MergeReport: the files replaced and written too (named
+    run_merge before 0.2.0, which it is not: the flow macro of that name is what it renders).
     error_prefix: how errors start (default `dbt_merge: dataset '<target_path>': `).
     defer_publish: write everything but leave the dataset as it is; report.pending.publish()
     makes the merge live later (the dbt materialization publishes after its hooks).
@@ -314,6 +316,20 @@ def run_merge(
             # the transaction (the lock, the work files) now belongs to the pending publish
             report.pending = Pending(merge.new_state, publish, stack.pop_all())
         return report
+
+
+def run_merge(*args: Any, **kwargs: Any) -> MergeReport:
+    """The name merge_with_report had before 0.2.0 (it is not the flow macro run_merge); it
+    warns, and goes in the next release."""
+    import warnings
+
+    warnings.warn(
+        "dbt_merge.parquet.run_merge is now merge_with_report (same arguments, same report); "
+        "the old name goes in the next release.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return merge_with_report(*args, **kwargs)
 
 
 def _run_flow(writer, macros: MacroContext, cfg, context, source: Any) -> MergeReport:

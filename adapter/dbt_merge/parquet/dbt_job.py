@@ -4,14 +4,14 @@ The materialization (macros/parquet/) hands the model over as a dbt-duckdb Pytho
 (parquet_dataset_job renders its code): dbt-duckdb runs its `model(dbt, session)` in this
 process, on the model's own DuckDB connection and transaction, and that calls `run_job`,
 which merges the model's SELECT
-into the dataset with `run_merge` (the same plan and checks as every merge: the package's
+into the dataset with `merge_with_report` (the same plan and checks as every merge: the package's
 macros) and leaves its outcome in a temporary table of that connection, for the
 materialization to read: the statistics, or the error to raise.
 
 The merge is written but not published: the materialization publishes it last, after the
 model's view and its post-hooks, by calling a SQL function this job registers (so a failing
 post-hook leaves the dataset as it was, as a table's merge is rolled back). A
-merge_history_table is checked and created here (run_merge), and its row written by the
+merge_history_table is checked and created here (merge_with_report), and its row written by the
 materialization in the model's transaction before the publish, committed after it.
 """
 
@@ -29,7 +29,7 @@ import duckdb
 from dbt_merge import version
 from dbt_merge.parquet import commit, layout, paths
 from dbt_merge.parquet import sql as q
-from dbt_merge.parquet.api import MergeReport, Pending, run_merge
+from dbt_merge.parquet.api import MergeReport, Pending, merge_with_report
 from dbt_merge.parquet.errors import ParquetMergeError
 
 #: The job's result, one row of a temporary table the materialization reads by column name
@@ -42,7 +42,8 @@ RESULT_COLUMNS = {
     "unchanged": "bigint", "total": "bigint", "held_back": "bigint", "read_sql": "varchar",
     "skipped": "varchar", "final_sql": "varchar", "publish": "varchar", "dry_run": "boolean",
 }
-#: The model's config options the job passes on to run_merge as they are (dbt_merge.options).
+#: The model's config options the job passes on to merge_with_report as they are
+#: (dbt_merge.options).
 PASSED = (
     "dedup_order_by",
     "merge_update_columns",
@@ -76,8 +77,8 @@ _NUMBERS = itertools.count()
 
 def check_job(connection: Any, args: dict[str, Any]) -> None:
     """Before the model's pre-hooks: refuse the model as run_job would before merging (another
-    release of the dbt package, a location run_merge refuses, another model's folder, another
-    table format's): the refusal, or NULL, in the temporary table args['result']. run_job
+    release of the dbt package, a location merge_with_report refuses, another model's folder,
+    another table format's): the refusal, or NULL, in the temporary table args['result']. run_job
     checks again (the pre-hooks run in between)."""
     con = _cursor(connection)
     error = version.mismatch(args.get("dbt_package_version"))
@@ -126,7 +127,7 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
         return
     try:
         options = {k: args[k] for k in PASSED if args.get(k) is not None}
-        report = run_merge(
+        report = merge_with_report(
             con.sql(args["sql"]),
             args["location"],
             args["unique_key"],
@@ -162,7 +163,7 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
 
 
 def _checked_location(args: dict[str, Any]) -> Path:
-    """The dataset's folder (as run_merge resolves it; refused there: a path readers cannot
+    """The dataset's folder (as merge_with_report resolves it; refused there: a path readers cannot
     glob, a file, another table format's table), refused when another `location` model's
     folder is it, holds it or lies in it, or when this process sees Parquet files in it and the
     macros' look did not (or the reverse): is_incremental() shaped the SELECT by that look."""
@@ -275,7 +276,7 @@ def _abandon(invocation: str, location: str) -> None:
 
 
 def _root(location: str) -> str:
-    return os.path.realpath(os.path.expanduser(os.fspath(location)))  # as run_merge has it
+    return os.path.realpath(os.path.expanduser(os.fspath(location)))  # as merge_with_report has it
 
 
 @atexit.register
