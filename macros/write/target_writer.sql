@@ -4,7 +4,7 @@
   (as merge_dataframe gives dbt_merge_branches); in a dbt run there is none, and every macro
   here does nothing. The flow talks to a writer at four points, each a phase's own macro:
   scope_target (before the classify), apply_changes, rebuild_target and apply_schema_changes
-  (the writer writes the planned columns; no ALTER). See docs/design/parquet-writer.md.
+  (the writer writes the planned columns; no ALTER). See design/parquet-writer.md.
 -#}
 {% macro target_writer() %}
   {{ return(dbt_merge_writer if dbt_merge_writer is defined else none) }}

@@ -340,7 +340,7 @@ def _run_flow(writer, macros: MacroContext, cfg, context, source: Any) -> MergeR
     existing = target if writer.files else None
     flow_cfg = dict(cfg)
     # the history row is written around the publish (_History), not by the flow (see
-    # docs/design/parquet-writer.md, merge_history_table)
+    # design/parquet-writer.md, merge_history_table)
     flow_cfg["history_table"] = None
     stats = macros.run_merge(flow_cfg, target, existing, build, select)
     report = writer.report

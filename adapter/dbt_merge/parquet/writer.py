@@ -12,7 +12,7 @@ counts; it asks the writer for:
   files, and leave the publish (commit.py) to the door (self.deferred);
 - build(plan, rows_sql): a first build or full refresh: every file replaced.
 
-See docs/design/parquet-writer.md. Nothing is written to the dataset before the door publishes.
+See design/parquet-writer.md. Nothing is written to the dataset before the door publishes.
 """
 
 from __future__ import annotations
