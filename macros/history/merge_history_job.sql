@@ -18,7 +18,7 @@
 {% endmacro %}
 
 {% macro duckdb__merge_history_job(name, target, create=true) %}
-  {% set relation = dbt_merge._history_relation(name, target) %}
+  {% set relation = dbt_merge.merge_history_relation(name, target) %}
   {#- a history merge (strategy='history') writes column `versions`, which tables made by
       releases before it lack: added here too, not in the merges' transactions (two would
       conflict on the ALTER, as on the CREATE) -#}
@@ -48,11 +48,11 @@ def materialize(df, con):
     refuse_unusable(con, SimpleNamespace(database={{ tojson(relation.database) }},
                                          schema={{ tojson(relation.schema) }},
                                          identifier={{ tojson(relation.identifier) }}),
-                    {{ tojson(name) }}, {{ tojson(dbt_merge._history_columns() | map('first') | list) }},
+                    {{ tojson(name) }}, {{ tojson(dbt_merge.merge_history_columns() | map('first') | list) }},
                     {{ tojson(dbt_merge.merge_error_prefix()) }}, MergeError)
 {%- if create %}
-    create_table(con, {{ tojson(dbt_merge._create_history_sql(relation)) }}{% if versions %},
-                 {{ tojson(dbt_merge._history_add_versions_sql(relation)) }}{% endif %})
+    create_table(con, {{ tojson(dbt_merge.create_merge_history_sql(relation)) }}{% if versions %},
+                 {{ tojson(dbt_merge.merge_history_add_versions_sql(relation)) }}{% endif %})
 {%- endif %}
   {% endset %}
   {{ return({'code': code, 'relation': relation}) }}

@@ -10,16 +10,16 @@
   row for a merge that did not commit.
 -#}
 {% macro record_merge_history(name, target, strategy, stats, started_at) %}
-  {% set relation = dbt_merge._history_relation(name, target) %}
+  {% set relation = dbt_merge.merge_history_relation(name, target) %}
   {% set finished_at = modules.datetime.datetime.utcnow() %}
-  {% do dbt_merge.run_statement(dbt_merge._create_history_sql(relation), 'dbt_merge_history') %}
+  {% do dbt_merge.run_statement(dbt_merge.create_merge_history_sql(relation), 'dbt_merge_history') %}
   {% set values = [
       dbt_merge._sql_string(model.unique_id), dbt_merge._sql_string(strategy), dbt_merge._sql_string(invocation_id),
       "cast('" ~ started_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)",
       "cast('" ~ finished_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)",
       stats.inserted, stats.updated, stats.deleted, stats.unchanged,
       stats.held_back if stats.held_back is defined else 'cast(null as bigint)', stats.total] %}
-  {% set columns = dbt_merge._history_columns() | map('first') | list %}
+  {% set columns = dbt_merge.merge_history_columns() | map('first') | list %}
   {% if dbt_merge._history_writes_versions(relation, stats) %}
     {% do columns.append('versions') %}
     {% do values.append(stats.versions if stats.versions is defined else 'cast(null as bigint)') %}
@@ -47,7 +47,7 @@
     is added), each of the type the row writes (a timestamp may be without time zone). Two
     statements, only for a model with merge_history_table. -#}
 {% macro spark__check_history_table(name, target) %}
-  {% set relation = dbt_merge._history_relation(name, target) %}
+  {% set relation = dbt_merge.merge_history_relation(name, target) %}
   {% set in_schema = relation.schema if relation.database is none else relation.database ~ '.' ~ relation.schema %}
   {% set listed = dbt_merge.run_sql("show tables in " ~ in_schema ~ " like '" ~ relation.identifier ~ "'", 'dbt_merge_history_check') %}
   {% set found = [] %}
@@ -68,18 +68,18 @@
   {% endif %}
   {% set have = columns | map('lower') | list %}
   {% set missing = [] %}
-  {% for column in dbt_merge._history_columns() | map('first') if column not in have %}
+  {% for column in dbt_merge.merge_history_columns() | map('first') if column not in have %}
     {% do missing.append(column) %}
   {% endfor %}
   {% if missing %}
     {{ dbt_merge.raise_merge_error(said ~ " (" ~ relation ~ ") is not a merge history table: it lacks the column(s) "
-        ~ missing | join(', ') ~ " (a history table has: " ~ dbt_merge._history_columns() | map('first') | join(', ')
+        ~ missing | join(', ') ~ " (a history table has: " ~ dbt_merge.merge_history_columns() | map('first') | join(', ')
         ~ "; it holds: " ~ columns | join(', ') ~ "). Name another table (created on first use), or drop or rename "
         ~ "this one. The target was not changed.") }}
   {% endif %}
   {#- the row's values as the INSERT writes them (Spark refuses a column of another type, a
       varchar(n), a column the INSERT leaves out that cannot be NULL: after the commit) -#}
-  {% set expected = dict(dbt_merge._history_columns() + [('versions', 'bigint')]) %}
+  {% set expected = dict(dbt_merge.merge_history_columns() + [('versions', 'bigint')]) %}
   {% set accepted = {'string': ['string'], 'timestamp': ['timestamp', 'timestamp_ntz', 'timestamp_ltz'],
                      'bigint': ['bigint']} %}
   {% set wrong = [] %}
@@ -145,7 +145,7 @@
     anything is written: a name that is not one of those forms, and a name the relation would
     render as another name (a part holding the engine's quote character: dbt's relations do not
     escape it). -#}
-{% macro _history_relation(name, target) %}
+{% macro merge_history_relation(name, target) %}
   {% set parts = dbt_merge._name_parts(name, plain='[^\\W\\d]\\w*') %}
   {% if parts is none or parts | length > 3 %}
     {{ dbt_merge.raise_merge_error("merge_history_table '" ~ name ~ "' is not a table name: write 'table', "
@@ -234,7 +234,7 @@
 {% endmacro %}
 
 {#- (column, type) of the history table. -#}
-{% macro _history_columns() %}
+{% macro merge_history_columns() %}
   {{ return([
       ('model_unique_id', dbt_merge._history_type('string')), ('strategy', dbt_merge._history_type('string')),
       ('invocation_id', dbt_merge._history_type('string')), ('started_at', 'timestamp'), ('finished_at', 'timestamp'),
@@ -243,9 +243,9 @@
 {% endmacro %}
 
 {#- CREATE TABLE IF NOT EXISTS of the history table. -#}
-{% macro _create_history_sql(relation) %}
+{% macro create_merge_history_sql(relation) %}
   {% set definitions = [] %}
-  {% for column, data_type in dbt_merge._history_columns() + [('versions', 'bigint')] %}
+  {% for column, data_type in dbt_merge.merge_history_columns() + [('versions', 'bigint')] %}
     {% do definitions.append(dbt_merge.quote_identifier(column) ~ ' ' ~ data_type) %}
   {% endfor %}
   {{ return('create table if not exists ' ~ relation ~ ' (' ~ definitions | join(', ') ~ ')'
@@ -254,7 +254,7 @@
 
 {#- Adds column `versions` to a history table made before it had one (DuckDB: run before the
     merge's transaction, dbt_merge.duckdb.history). -#}
-{% macro _history_add_versions_sql(relation) %}
+{% macro merge_history_add_versions_sql(relation) %}
   {{ return('alter table ' ~ relation ~ ' add column if not exists ' ~ dbt_merge.quote_identifier('versions') ~ ' bigint') }}
 {% endmacro %}
 

@@ -18,7 +18,7 @@
         ~ "or set it to 'auto'.") }}
   {% endif %}
   {% if cfg.history_table %}
-    {% set history = dbt_merge._history_relation(cfg.history_table, this) %}
+    {% set history = dbt_merge.merge_history_relation(cfg.history_table, this) %}
     {% if (history.database or '') | lower != (this.database or '') | lower %}
       {{ dbt_merge.raise_merge_error("merge_history_table '" ~ cfg.history_table ~ "' is in the database '"
           ~ history.database ~ "', but the model's table is in '" ~ this.database ~ "': DuckDB writes the "
@@ -34,7 +34,7 @@
 {% macro spark__validate_engine_config(cfg) %}
   {#- the history table's name, refused now if it is not one (no statement) -#}
   {% if cfg.history_table %}
-    {% do dbt_merge._history_relation(cfg.history_table, this) %}
+    {% do dbt_merge.merge_history_relation(cfg.history_table, this) %}
   {% endif %}
   {% do dbt_merge.check_table_format(config.get('file_format') or 'parquet', cfg) %}
   {% do dbt_merge.finish_interrupted_write(load_cached_relation(this), dry_run=cfg.dry_run, storage=cfg.get('target_storage')) %}

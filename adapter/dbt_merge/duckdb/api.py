@@ -141,16 +141,16 @@ def _create_history_table(
     cursor of its own (committed at once), one thread at a time, as the dbt materialization
     creates it: two merges' transactions that both create it would fail with `Catalog
     write-write conflict`."""
-    relation = macros.get("_history_relation")(name, this)
-    columns = [c for c, _ in macros.get("_history_columns")()]
+    relation = macros.get("merge_history_relation")(name, this)
+    columns = [c for c, _ in macros.get("merge_history_columns")()]
     cursor = connection.cursor()
     try:
         refuse_unusable(cursor, relation, name, columns, prefix, MergeError)
         if not create:
             return
         try:
-            create_table(cursor, macros.get("_create_history_sql")(relation),
-                         macros.get("_history_add_versions_sql")(relation) if versions else None)
+            create_table(cursor, macros.get("create_merge_history_sql")(relation),
+                         macros.get("merge_history_add_versions_sql")(relation) if versions else None)
         except duckdb.Error:
             pass  # left to the merge's own statement, which fails inside its transaction
     finally:

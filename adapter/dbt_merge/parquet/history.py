@@ -50,9 +50,9 @@ class Recorder:
         self.con, self.config, self.context, self.cfg = con, config, context, cfg
         self.name = cfg["history_table"]
         macros = self._macros(con, fail)
-        self.relation = macros.get("_history_relation")(self.name, context["this"])
-        self.create_sql = macros.get("_create_history_sql")(self.relation)
-        columns = [c for c, _ in macros.get("_history_columns")()]
+        self.relation = macros.get("merge_history_relation")(self.name, context["this"])
+        self.create_sql = macros.get("create_merge_history_sql")(self.relation)
+        columns = [c for c, _ in macros.get("merge_history_columns")()]
 
         def refuse(message: str) -> None:
             fail(message + " The target was not changed.")
