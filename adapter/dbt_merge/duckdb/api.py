@@ -149,8 +149,9 @@ def _create_history_table(
         if not create:
             return
         try:
+            add_versions = macros.get("merge_history_add_versions_sql")
             create_table(cursor, macros.get("create_merge_history_sql")(relation),
-                         macros.get("merge_history_add_versions_sql")(relation) if versions else None)
+                         add_versions(relation) if versions else None)
         except duckdb.Error:
             pass  # left to the merge's own statement, which fails inside its transaction
     finally:
