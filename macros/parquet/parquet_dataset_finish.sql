@@ -23,6 +23,9 @@
     {% set stats = {'inserted': row['inserted'] | int, 'updated': row['updated'] | int,
                     'deleted': row['deleted'] | int, 'unchanged': row['unchanged'] | int,
                     'total': row['total'] | int} %}
+    {% if row['versions'] is not none %}
+      {% do stats.update({'versions': row['versions'] | int}) %}
+    {% endif %}
     {% if row['held_back'] is not none %}
       {% do stats.update({'held_back': row['held_back'] | int}) %}
     {% endif %}

@@ -13,7 +13,9 @@
   merge_exclude_columns, merge_check_columns, detect_unchanged, max_delete_fraction,
   incremental_predicates, on_key_outside_predicates, on_schema_change, merge_update_condition,
   delete_condition, soft_delete_column, soft_delete_timestamp_column, dry_run,
-  merge_history_table (a table of the model's database), partition_by (a column or a list; also
+  merge_history_table (a table of the model's database), strategy='history' and its options
+  (updated_at, hard_deletes, check_cols, late_rows, dbt_valid_to_current,
+  snapshot_meta_column_names), partition_by (a column or a list; also
   read from `options`, as external models have it), compression, rows_per_file. full_merge_write
   is refused (it chooses how a table is written).
 -#}
@@ -33,6 +35,12 @@
       written (`~user`, a glob character, a backslash: the Python side checks it too) -#}
   {% set location = dbt_merge.dataset_location() %}
   {% set has_files = dbt_merge.dataset_has_files(location) %}
+  {#- a history dataset is not rebuilt by --full-refresh unless the model says full_refresh=true
+      (the Python side then gets full_refresh, its request) -#}
+  {% if has_files %}
+    {% do dbt_merge.check_history_rebuild({'history': config.get('strategy') == 'history'},
+                                          "the Parquet dataset at '" ~ location ~ "'") %}
+  {% endif %}
   {#- --empty / --sample shrink the SELECT: an existing dataset is left as it is -#}
   {% set skipped = none %}
   {% if not should_full_refresh() and has_files %}
@@ -62,6 +70,13 @@
       'dry_run': config.get('dry_run', false)
                  or var('dbt_merge_dry_run', false) in [true, 'true', 'True', 1, '1'],
       'merge_history_table': config.get('merge_history_table'),
+      'updated_at': config.get('updated_at'),
+      'hard_deletes': config.get('hard_deletes')
+                      or ('invalidate' if config.get('invalidate_hard_deletes') is sameas true else none),
+      'check_cols': config.get('check_cols'),
+      'late_rows': config.get('late_rows'),
+      'dbt_valid_to_current': config.get('dbt_valid_to_current'),
+      'snapshot_meta_column_names': config.get('snapshot_meta_column_names'),
       'full_merge_write': config.get('full_merge_write'),
       'history': {'model_unique_id': model.unique_id, 'invocation_id': invocation_id,
                   'database': this.database, 'schema': this.schema},

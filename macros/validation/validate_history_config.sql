@@ -149,13 +149,15 @@
     full_refresh=true, since a history cannot be rebuilt from its source (every past version
     would be lost). Checked with the config, before anything a run may change (Spark: an
     interrupted write finished or its work table dropped, finish_interrupted_write), so that the
-    refused run leaves everything as it was. A Python door's full_refresh=True is that request. -#}
-{% macro check_history_rebuild(cfg) %}
+    refused run leaves everything as it was. A Python door's full_refresh=True is that request.
+    `dataset`: a `location` model's dataset that has files, named for the message. -#}
+{% macro check_history_rebuild(cfg, dataset=none) %}
   {% if not cfg.history or not should_full_refresh() or config.get('full_refresh') is sameas true %}
     {{ return(none) }}
   {% endif %}
-  {% set existing = load_cached_relation(this) %}
-  {% if existing is not none and not existing.is_view %}
+  {#- a `location` model's history is its dataset (`dataset`: how to name it), not `this` (a view) -#}
+  {% set existing = dataset if dataset is not none else load_cached_relation(this) %}
+  {% if existing is not none and (dataset is not none or not existing.is_view) %}
     {{ dbt_merge.raise_merge_error("--full-refresh would rebuild the history table " ~ existing ~ " from the SELECT, "
         ~ "losing every past version it holds (a history cannot be rebuilt from its source), so it is refused. To "
         ~ "rebuild it anyway, set config(full_refresh=true) for that one run and remove it afterwards (while it is set, "

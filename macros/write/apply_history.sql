@@ -15,11 +15,18 @@
 -#}
 {% macro apply_history(plan, stats) %}
   {% set c = stats.classes %}
-  {% if c.I + c.U + c.R + c.D == 0 %}
+  {% set writer = dbt_merge.target_writer() %}
+  {% if c.I + c.U + c.R + c.D == 0 and (writer is none or not dbt_merge.schema_changes_any(plan.schema)) %}
     {{ return(none) }}
   {% endif %}
   {#- the schema change is made: read the columns it added (history_deleted) -#}
   {% do plan.history.update({'writing': true}) %}
+  {% if writer is not none %}
+    {#- a target the front end writes (a Parquet dataset): the files holding a version that
+        closes rewritten, the new versions and records written to new files, in one publish; a
+        schema change with nothing to write is written by the writer too (an empty file) -#}
+    {{ return(writer.apply_history(plan, stats, dbt_merge.writer_spec(plan))) }}
+  {% endif %}
   {{ return(adapter.dispatch('apply_history', 'dbt_merge')(plan, stats)) }}
 {% endmacro %}
 

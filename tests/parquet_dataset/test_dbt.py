@@ -4,6 +4,7 @@ hive partitions, is_incremental(), and ref() of the model downstream."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 from pathlib import Path
@@ -740,3 +741,38 @@ def test_location_paths_home_quotes_twins_table_formats_and_empty_runs(tmp_path,
                                            ("how", "VARCHAR"), ("p", "VARCHAR")]
     assert sorted(db.execute(f"select id, p from {SCHEMA}.hive").fetchall()) == [
         (0, "7"), (1, "8"), (2, "7"), (3, "8")]
+
+
+def test_a_location_model_keeps_a_history(tmp_path, db):
+    """strategy='history' into a Parquet dataset from dbt: versions closed and opened in the
+    files, the counts and versions on the console line, and --full-refresh refused unless the
+    model says full_refresh=true (the dataset byte for byte as it was)."""
+    ds = tmp_path / "dim"
+    src = source(db, "dim", "select range as id, 'v' || range as v, timestamp '2024-01-01' as u"
+                            " from range(3)")
+    cfg = {"strategy": "history", "unique_key": "id", "updated_at": "u",
+           "invalidate_hard_deletes": True, "max_delete_fraction": 1, "location": str(ds),
+           "schema": SCHEMA}
+    proj = project(tmp_path, {"dim": model_sql(cfg, f"select * from {src}")})
+    first = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert first.success, first.results
+    db.execute(f"update {src} set v = 'new', u = timestamp '2024-01-02' where id = 1")
+    db.execute(f"delete from {src} where id = 2")
+    second = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    assert second.stats("dim") == {"inserted": 0, "updated": 1, "deleted": 1, "unchanged": 1,
+                                   "total": 2}
+    assert "4 versions" in second.result("dim").adapter_response["_message"]
+    got = db.execute(
+        f"select id, v, dbt_valid_from, dbt_valid_to is null from read_parquet('{ds}/**/*.parquet')"
+        " order by id, dbt_valid_from"
+    ).fetchall()
+    day1, day2 = (datetime.datetime(2024, 1, d) for d in (1, 2))
+    assert got == [(0, "v0", day1, True), (1, "v1", day1, False), (1, "new", day2, True),
+                   (2, "v2", day1, False)]
+    before = fingerprint(ds)
+    refused = run_dbt(["run", "--full-refresh"], proj, "duckdb", PROFILES_DIR)
+    message = refused.error("dim")
+    assert f"--full-refresh would rebuild the history table the Parquet dataset at '{ds}'" in (
+        message
+    ), message
+    assert fingerprint(ds) == before

@@ -307,6 +307,56 @@ def test_history_sequences_match_the_reference_on_duckdb():
     assert not failures, f"{len(failures)} of {len(seqs)} failed:\n" + "\n".join(failures[:5])
 
 
+# ------------------------------------------------------------------ Parquet datasets
+
+
+def arrow_source(rows: list[dict], key: list[str]):
+    import pyarrow as pa
+
+    fields = [
+        ("id", pa.int64()),
+        *([("g", pa.string())] if len(key) > 1 else []),
+        ("v", pa.string()),
+        ("w", pa.int32()),
+        ("u", pa.timestamp("us")),
+    ]
+    schema = pa.schema(fields)
+    return pa.table({n: [r[n] for r in rows] for n, _ in fields}, schema=schema)
+
+
+def test_history_sequences_match_the_reference_on_parquet_datasets(tmp_path):
+    """Drawn sequences through merge_parquet_dataset (the Parquet writer of the shared flow:
+    the files holding a version that closes rewritten, new versions in new files), a third of
+    them partitioned by `w` (a key's versions in several folders), against the reference."""
+    from dbt_merge import merge_parquet_dataset
+    from dbt_merge.parquet import read_dataset
+
+    seqs = drawn(SEQUENCES)[: max(6, SEQUENCES // 2)]
+    failures = []
+    for i, seq in enumerate(seqs):
+        root = tmp_path / f"ds{i}"
+        extra = {"partition_by": "w"} if i % 3 == 1 else {}
+        hive = {"w": "integer"} if extra else None
+
+        def read(r=root, h=hive):
+            if not r.exists():
+                return None
+            return read_dataset(r, hive_types=h).to_pylist()
+
+        try:
+            run_sequence(
+                seq,
+                lambda rows, options, s=seq, r=root, x=extra: merge_parquet_dataset(
+                    arrow_source(rows, s.key), r, s.key, "history", **options, **x
+                ),
+                read,
+            )
+        except AssertionError as error:
+            failures.append(f"sequence {i}{' (partitioned)' if extra else ''}: {error}\n"
+                            f"  {seq.describe()}")
+    assert not failures, f"{len(failures)} of {len(seqs)} failed:\n" + "\n".join(failures[:5])
+
+
 # ------------------------------------------------------------------ Spark: merge_dataframe
 
 #: (table kind, the sequence's hard_deletes and updated_at): Iceberg merge-on-read of format 3,

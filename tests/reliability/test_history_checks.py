@@ -433,14 +433,58 @@ def test_full_refresh_true_rebuilds_from_the_select(con):
     assert (result.inserted, result.total, result.versions) == (1, 1, 1)
 
 
-def test_parquet_datasets_refuse_history(tmp_path):
+def _files(root) -> dict:
+    return {p: p.read_bytes() for p in sorted(root.rglob("*.parquet"))}
+
+
+def test_parquet_datasets_keep_history_with_the_same_checks(tmp_path):
+    """merge_parquet_dataset with strategy='history' (the Parquet writer of the shared flow): the
+    refusals of every door leave the dataset's files byte for byte as they were, another tool's
+    second current version of a key is refused naming it, a dry run writes nothing, and
+    merge_history_table's row carries the versions."""
     from dbt_merge.parquet import merge_parquet_dataset
 
-    with pytest.raises(
-        Exception, match="strategy 'history' is not supported on Parquet datasets yet"
-    ):
-        merge_parquet_dataset(FIRST, str(tmp_path / "d"), "id", "history")
-    assert not (tmp_path / "d").exists()
+    c = duckdb.connect()
+    root = tmp_path / "d"
+
+    def merge(source, **options):
+        return merge_parquet_dataset(c.sql(source), root, "id", "history", updated_at="u",
+                                     connection=c, **options)
+
+    first = merge(FIRST)
+    assert (first.inserted, first.total, first.versions) == (4, 4, 4)
+    before = _files(root)
+    for source, match in [
+        (values((1, "'x'", 1, "cast(null as timestamp)")), "updated_at column 'u' is NULL"),
+        (values((1, "'x'", 1, TS.format(2)), (1, "'y'", 1, TS.format(2))), "more than once"),
+        (values((1, "'old'", 1, "timestamp '2023-01-01'")), "are late"),
+    ]:
+        with pytest.raises(Exception, match=match):
+            merge(source, late_rows="fail")
+        assert _files(root) == before
+    dry = merge(values((1, "'a2'", 1, TS.format(2))), dry_run=True)
+    assert (dry.updated, dry.dry_run) == (1, True)
+    assert _files(root) == before
+    result = merge(values((1, "'a2'", 1, TS.format(2))), merge_history_table="merges")
+    assert (result.updated, result.unchanged, result.total, result.versions) == (1, 0, 4, 5)
+    assert c.execute("select strategy, updated, versions from merges").fetchall() == [
+        ("history", 1, 5)
+    ]
+    got = c.execute(f"select id, v, dbt_valid_to from read_parquet('{root}/**/*.parquet') "
+                    "where id = 1 order by dbt_valid_from").fetchall()
+    assert [(r[0], r[1], str(r[2])) for r in got] == [
+        (1, "a", "2024-01-02 00:00:00"), (1, "a2", "None")
+    ]
+    # another tool's file holding a second current version of key 2
+    c.execute(
+        "copy (select 2 as id, 'dup' as v, 1 as w, timestamp '2024-01-03' as u, 'x' as dbt_scd_id,"
+        " timestamp '2024-01-03' as dbt_updated_at, timestamp '2024-01-03' as dbt_valid_from,"
+        f" cast(null as timestamp) as dbt_valid_to) to '{root}/other.parquet' (format parquet)"
+    )
+    before = _files(root)
+    with pytest.raises(Exception, match=r"more than one current version .* e\.g\. \(id\) = \(2\)"):
+        merge(values((3, "'c2'", 1, TS.format(4))))
+    assert _files(root) == before
 
 
 def test_versions_of_a_null_key_are_left_alone(con):

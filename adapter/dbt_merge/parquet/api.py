@@ -119,7 +119,7 @@ def merge_parquet_dataset(
         `target_path/**/*.parquet`. Resolved once as the file system resolves it (symlinks,
         `..`): a symlinked folder is merged into where it points. A file is refused.
     key_columns: the key, a column name or a list (dbt's `unique_key`).
-    strategy: upsert, insert, update, full_merge or deduplicate (see the README).
+    strategy: upsert, insert, update, full_merge, deduplicate or history (see the README).
     dedup_order_by: deduplicate only: which row of a key to keep, e.g. ['version desc'].
     compression: the Parquet codec of the files written.
 
@@ -217,10 +217,6 @@ def merge_with_report(
             message = _api_wording(message)
         raise ParquetMergeError(prefix + message)
 
-    if strategy == "history":  # the dataset writer has no history write yet (docs/history.md)
-        fail("strategy 'history' is not supported on Parquet datasets yet: it merges into DuckDB "
-             "and Spark tables (merge_table, merge_dataframe, dbt models without a location). "
-             "The target was not changed.")
     config = merge_config(key_columns, strategy, options, refused=REFUSED, fail=fail)
     config.pop("file_format", None)
     full_refresh = bool(options.get("full_refresh"))
@@ -344,7 +340,9 @@ def _run_flow(writer, macros: MacroContext, cfg, context, source: Any) -> MergeR
     flow_cfg["history_table"] = None
     stats = macros.run_merge(flow_cfg, target, existing, build, select)
     report = writer.report
-    report.stats = {k: stats[k] for k in (*STAT_NAMES, "held_back") if k in stats}
+    report.stats = {
+        k: stats[k] for k in (*STAT_NAMES, "held_back", "versions", "skipped") if k in stats
+    }
     if stats.get("dry_run"):
         report.stats["dry_run"] = True
     return report

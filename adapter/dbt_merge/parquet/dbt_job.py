@@ -39,7 +39,8 @@ from dbt_merge.parquet.errors import ParquetMergeError
 #: that publishes it; dry_run.
 RESULT_COLUMNS = {
     "error": "varchar", "inserted": "bigint", "updated": "bigint", "deleted": "bigint",
-    "unchanged": "bigint", "total": "bigint", "held_back": "bigint", "read_sql": "varchar",
+    "unchanged": "bigint", "total": "bigint", "held_back": "bigint", "versions": "bigint",
+    "read_sql": "varchar",
     "skipped": "varchar", "final_sql": "varchar", "publish": "varchar", "dry_run": "boolean",
 }
 #: The model's config options the job passes on to merge_with_report as they are
@@ -62,6 +63,12 @@ PASSED = (
     "merge_history_table",
     "full_merge_write",
     "partition_by",
+    "updated_at",
+    "hard_deletes",
+    "check_cols",
+    "late_rows",
+    "dbt_valid_to_current",
+    "snapshot_meta_column_names",
 )
 
 # Merges written but not yet published, by result table name: (dbt invocation, dataset root,
@@ -143,7 +150,7 @@ def run_job(connection: Any, args: dict[str, Any]) -> None:
         )
         s = report.stats
         result = {k: s.get(k) for k in ("inserted", "updated", "deleted", "unchanged", "total",
-                                        "held_back")}
+                                        "held_back", "versions")}
         if s.get("dry_run"):
             # nothing written: the model's view is left as it is
             report.pending.abort()

@@ -621,6 +621,141 @@ class ParquetWriter:
         self._publish(report)
         report.dataset_files = len(self.files) - len(report.files_removed) + len(report.files_added)
 
+    def apply_history(self, plan, stats, spec) -> None:
+        """strategy='history': what apply_history writes to a table, as files. The files holding
+        a current version that closes ('U', 'R', 'D': dbt_valid_to = the change's time) are
+        rewritten with it closed, the rest of their rows as they are; the new versions and
+        deletion records (history_written_rows_sql) go to new files; one publish."""
+        h, names = plan["history"], plan["names"]
+        classes = stats["classes"]
+        schema_plan = plan["schema"]
+        rewrite_all = bool(schema_plan["removed"] or schema_plan["retyped"])
+        target_columns = self.target_columns
+        target_names = [c.name for c in target_columns]
+        out_columns = _planned_columns(target_columns, schema_plan)
+        out_names = [c.name for c in out_columns]
+        read_columns = target_columns + [Column(c.name, c.dtype) for c in schema_plan["added"]]
+        keys = [_find(k, target_names) or k for k in plan["key_columns"]]
+        valid_to = _find(h["cols"]["dbt_valid_to"], out_names)
+        if valid_to is None or valid_to.lower() in {p.lower() for p in self.partitions}:
+            self.fail(
+                f"the dataset is partitioned by {h['cols']['dbt_valid_to']}, which a history "
+                "merge changes when it closes a version (the row would have to move folders). "
+                "Partition the history by a column of the SELECT. The target was not changed."
+            )
+        paths = self._paths(self.files)
+        compare = plan["compare"]
+        action, at = q.quote(names["action"]), q.quote(names["at"])
+        close = "dbt_merge_close"
+        flag = q.fresh_name("dbt_merge_closes", [*out_names, names["action"], names["at"]])
+        origin = q.fresh_name("dbt_merge_file", [*out_names, *plan["source_names"]])
+        closes = classes["U"] + classes["R"] + classes["D"]
+        affected = list(paths) if rewrite_all else []
+        closing = on = None
+        if closes:
+            key_list = ", ".join(q.quote(k) for k in plan["key_columns"])
+            closing = self.s.temp(
+                "closing",
+                f"select {key_list}, {at}, {action}, true as {q.quote(flag)}"
+                f" from {plan['changes']} where {action} in ('U', 'R', 'D')",
+            )
+            repeated = self.s.one(
+                f"select count(*) from (select {key_list} from {closing}"
+                f" group by all having count(*) > 1)"
+            )[0]
+            # the UPDATE of a table's apply_history, as a join condition: the key's current,
+            # considered version (a deleted key: its live one)
+            on = " and ".join(
+                [
+                    self.m.key_match(plan["key_columns"], close, DST, compare),
+                    f"({spec['considered']})",
+                    self.m.history_current(plan, DST),
+                    f"({close}.{action} <> 'D' or not {self.m.history_deleted(plan, DST)})",
+                ]
+            )
+            found = self.s.query(
+                f"select {DST}.{q.quote(origin)}, count(*)"
+                f" from {q.read_files(paths, self.hive, origin, read_columns)} as {DST}"
+                f" join {closing} as {close} on {on} group by 1 order by 1"
+            )[1]
+            closed = sum(int(n) for _, n in found)
+            if repeated or closed != closes:
+                # the classify lists each key once, and the target holds one current version
+                # per key (check_history_target): anything else is a bug, refused unwritten
+                self.fail(
+                    f"internal: the history merge would close {closed} version(s) for "
+                    f"{closes} key(s) that change ({repeated} key(s) listed twice). Nothing "
+                    "was written; please report this with the dataset's files."
+                )
+            if not rewrite_all:
+                affected = [f for f, _ in found]
+        outputs = []
+        root = str(self.root) + os.sep
+        partition_lower = {p.lower() for p in self.partitions}
+        dest_values = _dest_values(schema_plan)
+        for file in affected:
+            values = []
+            for col in out_columns:
+                if col.name.lower() in partition_lower:
+                    continue
+                value = dest_values.get(col.name.lower(), f"{DST}.{q.quote(col.name)}")
+                if closing is not None and col.name == valid_to:
+                    value = (
+                        f"case when {close}.{q.quote(flag)} then cast({close}.{at} as"
+                        f" {col.dtype}) else {value} end"
+                    )
+                values.append(f"{value} as {q.quote(col.name)}")
+            joined = f" left join {closing} as {close} on {on}" if closing is not None else ""
+            order = ", ".join(f"{DST}.{q.quote(k)}" for k in keys)
+            query = (
+                f"select {', '.join(values)} from"
+                f" {q.read_files([file], self.hive, columns=read_columns)} as {DST}{joined}"
+                f" order by {order}"
+            )
+            rel = file[len(root) :].replace(os.sep, "/")
+            final = _sibling(rel, layout.new_file_name(self.tx.id, self._next_number()))
+            target = self.tx.new_files / final
+            target.parent.mkdir(parents=True, exist_ok=True)
+            written = self.s.one(
+                q.copy_file_sql(query, str(target), self.o.compression, self.o.row_group_size)
+            )[0]
+            outputs.append((final, int(written)))
+        commit.checkpoint("written")
+        # the new versions and deletion records, read against the dataset with its planned
+        # columns (a column being added reads NULL), typed as the dataset's columns
+        planned = self.s.temp(
+            "history_target",
+            f"select * from {q.read_files(paths, self.hive, columns=read_columns)}",
+            "view",
+        )
+        written_sql = self.m.history_written_rows_sql(dict(plan, target=planned), stats, out_names)
+        if written_sql:
+            typed = ", ".join(
+                f"cast(dbt_merge_w.{q.quote(c.name)} as {c.dtype}) as {q.quote(c.name)}"
+                for c in out_columns
+            )
+            bound = classes["I"] + classes["U"] + classes["R"] + classes["D"]
+            outputs += self._write_new_rows(
+                f"select {typed} from ({written_sql}) as dbt_merge_w",
+                bound,
+                keys,
+                out_names,
+                self.partitions,
+            )
+        report = self.report
+        report.files_removed = [p[len(root) :].replace(os.sep, "/") for p in affected]
+        carries = any(rows for _, rows in outputs) or not schema_plan["added"]
+        report.files_added = self._keep_a_file(
+            outputs,
+            len(self.files) - len(affected) if carries else 0,
+            out_columns,
+            self.partitions,
+        )
+        report.rows_written = sum(n for _, n in outputs)
+        report.columns = out_names
+        self._publish(report)
+        report.dataset_files = len(self.files) - len(report.files_removed) + len(report.files_added)
+
     def build(self, plan, rows_sql: str) -> None:
         """A first build or full refresh: the checked rows into new files, every file replaced."""
         partitions = self.partitions
