@@ -2,9 +2,10 @@
 checks and statistics. See merge_parquet_dataset; dataset_files and read_dataset read a dataset
 as one merge left it, whatever merges publish meanwhile."""
 
-from dbt_merge.parquet.api import MergeReport, merge_parquet_dataset, merge_with_report, run_merge
+from dbt_merge.parquet.api import merge_parquet_dataset, merge_with_report, run_merge
 from dbt_merge.parquet.errors import ParquetMergeError
 from dbt_merge.parquet.reader import dataset_files, read_dataset
+from dbt_merge.parquet.session import MergeReport
 
 __all__ = [
     "MergeReport",

@@ -29,8 +29,9 @@ import duckdb
 from dbt_merge import version
 from dbt_merge.parquet import commit, layout, paths
 from dbt_merge.parquet import sql as q
-from dbt_merge.parquet.api import MergeReport, Pending, merge_with_report
+from dbt_merge.parquet.api import merge_with_report
 from dbt_merge.parquet.errors import ParquetMergeError
+from dbt_merge.parquet.session import MergeReport, Pending
 
 #: The job's result, one row of a temporary table the materialization reads by column name
 #: (parquet_dataset_start, parquet_dataset_finish): the refusal (or NULL); the statistics;

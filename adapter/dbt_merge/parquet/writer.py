@@ -26,25 +26,26 @@ from typing import TYPE_CHECKING, Any
 from dbt_merge.parquet import commit, layout, paths, schema, types
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
+from dbt_merge.parquet.session import MergeReport
 from dbt_merge.parquet.sql import DST, SRC, Column
 
 if TYPE_CHECKING:
-    from dbt_merge.parquet.api import MergeReport, _Options, _Session
+    from dbt_merge.parquet.session import FileOptions, Session
     from dbt_merge.render import MacroContext
 
 
 class ParquetWriter:
     """One merge's writer. prepare() is the door's half (source and target relations); the
-    flow calls scope, apply and build. `report` (api.MergeReport) says what it wrote;
+    flow calls scope, apply and build. `report` (session.MergeReport) says what it wrote;
     `deferred` publishes it (the door runs it, or hands it to its caller)."""
 
     def __init__(self, session, macros, cfg, tx, root, options, fail, full_refresh, durable):
-        self.s: _Session = session
+        self.s: Session = session
         self.m: MacroContext = macros
         self.cfg = cfg
         self.tx: commit.Transaction = tx
         self.root: Path = root
-        self.o: _Options = options
+        self.o: FileOptions = options
         self.fail = fail
         self.full_refresh = full_refresh
         self.durable = durable
@@ -400,8 +401,6 @@ class ParquetWriter:
                 + q.read_files(self._paths(files), hive)
             )
             self.s.created.append(("view", self.view))
-        from dbt_merge.parquet.api import MergeReport
-
         self.report = MergeReport(
             stats={},
             root=str(self.root),
