@@ -559,3 +559,27 @@ def test_a_partition_column_hive_folders_cannot_hold_is_refused(tmp_path, column
     with pytest.raises(ParquetMergeError, match="has characters hive folder names cannot hold"):
         merge_parquet_dataset(source, target, "id", connection=con, partition_by=column)
     assert not target.exists()
+
+
+def test_the_result_is_a_merge_result_still_readable_as_the_old_dict(tmp_path):
+    """merge_parquet_dataset returns merge_table's MergeResult; reading it as the dict it was
+    before 0.2.0 answers the same, with a DeprecationWarning."""
+    import pyarrow as pa
+    from dbt_merge import merge_parquet_dataset
+    from dbt_merge.result import MergeResult
+
+    result = merge_parquet_dataset(pa.table({"id": [1, 2]}), tmp_path / "d", "id")
+    assert isinstance(result, MergeResult)
+    assert (result.inserted, result.total) == (2, 2)
+    assert result == MergeResult(inserted=2, total=2)
+    assert repr(result).startswith("MergeResult(inserted=2, ")
+    with pytest.warns(DeprecationWarning, match="returns a MergeResult now"):
+        assert result["inserted"] == 2
+    with pytest.warns(DeprecationWarning):
+        assert result == {"inserted": 2, "updated": 0, "deleted": 0, "unchanged": 0, "total": 2}
+    with pytest.warns(DeprecationWarning):
+        assert dict(result)["total"] == 2
+    from dbt_merge.parquet import run_merge
+
+    with pytest.warns(DeprecationWarning, match="merge_with_report"):
+        assert run_merge(pa.table({"id": [3]}), tmp_path / "d", "id").stats["inserted"] == 1
