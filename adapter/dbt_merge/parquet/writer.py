@@ -349,6 +349,25 @@ class ParquetWriter:
         )
         return [final]
 
+    def _replace(self, affected, outputs, out_columns, adds_columns: bool) -> None:
+        """The report of a merge that replaces the `affected` files with the new `outputs`
+        ([(relative path, rows)]), and its publish planned (self.deferred). A merge that adds
+        a column and writes no row keeps one empty file carrying it (_keep_a_file)."""
+        report = self.report
+        root = str(self.root) + os.sep
+        report.files_removed = [p[len(root) :].replace(os.sep, "/") for p in affected]
+        carries = any(rows for _, rows in outputs) or not adds_columns
+        report.files_added = self._keep_a_file(
+            outputs,
+            len(self.files) - len(affected) if carries else 0,
+            out_columns,
+            self.partitions,
+        )
+        report.rows_written = sum(n for _, n in outputs)
+        report.columns = [c.name for c in out_columns]
+        self._publish(report)
+        report.dataset_files = len(self.files) - len(report.files_removed) + len(report.files_added)
+
     def _next_number(self) -> int:
         self._files_written = getattr(self, "_files_written", 0) + 1
         return self._files_written - 1
@@ -605,20 +624,7 @@ class ParquetWriter:
             outputs += self._write_new_rows(
                 new_rows, bound, keys, [c.name for c in out_columns], self.partitions
             )
-        report = self.report
-        root = str(self.root) + os.sep
-        report.files_removed = [p[len(root) :].replace(os.sep, "/") for p in affected]
-        carries = any(rows for _, rows in outputs) or not schema_plan["added"]
-        report.files_added = self._keep_a_file(
-            outputs,
-            len(self.files) - len(affected) if carries else 0,
-            out_columns,
-            self.partitions,
-        )
-        report.rows_written = sum(n for _, n in outputs)
-        report.columns = [c.name for c in out_columns]
-        self._publish(report)
-        report.dataset_files = len(self.files) - len(report.files_removed) + len(report.files_added)
+        self._replace(affected, outputs, out_columns, bool(schema_plan["added"]))
 
     def apply_history(self, plan, stats, spec) -> None:
         """strategy='history': what apply_history writes to a table, as files. The files holding
@@ -741,19 +747,7 @@ class ParquetWriter:
                 out_names,
                 self.partitions,
             )
-        report = self.report
-        report.files_removed = [p[len(root) :].replace(os.sep, "/") for p in affected]
-        carries = any(rows for _, rows in outputs) or not schema_plan["added"]
-        report.files_added = self._keep_a_file(
-            outputs,
-            len(self.files) - len(affected) if carries else 0,
-            out_columns,
-            self.partitions,
-        )
-        report.rows_written = sum(n for _, n in outputs)
-        report.columns = out_names
-        self._publish(report)
-        report.dataset_files = len(self.files) - len(report.files_removed) + len(report.files_added)
+        self._replace(affected, outputs, out_columns, bool(schema_plan["added"]))
 
     def build(self, plan, rows_sql: str) -> None:
         """A first build or full refresh: the checked rows into new files, every file replaced."""
