@@ -487,6 +487,28 @@ def test_parquet_datasets_keep_history_with_the_same_checks(tmp_path):
     assert _files(root) == before
 
 
+@pytest.mark.parametrize("column", ["dbt_valid_to", "dbt_is_deleted", "dbt_valid_from"])
+def test_a_parquet_history_partitioned_by_a_history_column_is_refused_for_that(tmp_path, column):
+    """Folders another tool made by a column the history merge writes itself: refused naming
+    it (red team helper-54: the message was "partition column ... is not in the source. Add it
+    to the source", which the next run refuses), the files byte for byte as they were."""
+    from dbt_merge.parquet import merge_parquet_dataset
+
+    c = duckdb.connect()
+    root = tmp_path / "d"
+    c.execute(
+        "copy (select 1 as id, 'a' as v, 1 as w, timestamp '2024-01-01' as u, 'x' as dbt_scd_id,"
+        " timestamp '2024-01-01' as dbt_updated_at, timestamp '2024-01-01' as dbt_valid_from,"
+        " cast(null as timestamp) as dbt_valid_to, 'False' as dbt_is_deleted)"
+        f" to '{root}' (format parquet, partition_by ({column}))"
+    )
+    before = _files(root)
+    with pytest.raises(Exception, match=f"partitioned by {column}, a column strategy 'history'"):
+        merge_parquet_dataset(c.sql(values((1, "'b'", 1, TS.format(2)))), root, "id", "history",
+                              updated_at="u", hard_deletes="new_record", connection=c)
+    assert _files(root) == before
+
+
 def test_versions_of_a_null_key_are_left_alone(con):
     """Rows with a NULL key (made outside the package) are no key's versions: not refused as two
     current versions, never matched, closed or counted as considered."""

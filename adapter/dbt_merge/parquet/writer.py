@@ -92,6 +92,24 @@ class ParquetWriter:
                 )
         return [lowered[c.lower()] for c in columns]
 
+    def _refuse_history_partitions(self, partitions: list[str]) -> None:
+        """A history dataset partitioned by one of the columns the merge writes itself
+        (dbt_valid_to, ...: folders another tool made) is refused for what it is, before the
+        generic "not in the source": closing a version would have to move it between folders,
+        and the SELECT cannot give those columns."""
+        history = (self.cfg or {}).get("history") or {}
+        written = {name.lower(): name for name in (history.get("columns") or {}).values()}
+        for column in partitions:
+            if column.lower() in written:
+                self.fail(
+                    f"the dataset is partitioned by {column}, a column strategy 'history' "
+                    "writes itself (a version's validity, id or deletion mark), which a "
+                    "history merge changes or sets, so its rows would have to move between "
+                    "folders. Rewrite the dataset's files partitioned by a column of the "
+                    "SELECT (or not partitioned), or merge into another dataset. The target "
+                    "was not changed."
+                )
+
     def _hive_types(self, partitions: list[str], source_columns) -> dict[str, str] | None:
         """Partition columns are typed as the source's (folder names carry no type; q.hive_type)."""
         if not partitions:
@@ -405,6 +423,7 @@ class ParquetWriter:
         self.new_state = [(str(self.root / f), f) for f in files]
         self.deferred = lambda: None
         partitions = self._partition_columns(files, [c.name for c in source_columns])
+        self._refuse_history_partitions(partitions)
         hive_types = self._hive_types(partitions, source_columns)
         build = self.full_refresh or not files
         hive = None
@@ -643,10 +662,10 @@ class ParquetWriter:
         keys = [_find(k, target_names) or k for k in plan["key_columns"]]
         valid_to = _find(h["cols"]["dbt_valid_to"], out_names)
         if valid_to is None or valid_to.lower() in {p.lower() for p in self.partitions}:
+            # the plan gives the column, and prepare refused it as a partition column
             self.fail(
-                f"the dataset is partitioned by {h['cols']['dbt_valid_to']}, which a history "
-                "merge changes when it closes a version (the row would have to move folders). "
-                "Partition the history by a column of the SELECT. The target was not changed."
+                f"internal: the history column {h['cols']['dbt_valid_to']} is not a column of "
+                "the dataset's files. Nothing was written; please report this."
             )
         paths = self._paths(self.files)
         compare = plan["compare"]
