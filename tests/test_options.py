@@ -179,3 +179,19 @@ def test_the_doors_messages_in_python_words():
         assert con.execute("select * from s.t order by all").fetchall() == before, bad.id
         seen += 1
     assert seen > 40, seen
+
+
+def test_a_location_model_sends_every_option_and_its_job_passes_each_on():
+    """The option list has one source (dbt_merge.options.OPTIONS): the location job's macro
+    (parquet_dataset_job.sql) sends each option a dataset can take, and the job
+    (parquet/dbt_job.PASSED) passes each it is sent on to the door, so that an option added to
+    the package cannot be dropped silently on the way to a Parquet dataset."""
+    from dbt_merge.parquet.api import REFUSED
+    from dbt_merge.parquet.dbt_job import PASSED
+
+    text = (ROOT / "macros" / "parquet" / "parquet_dataset_job.sql").read_text()
+    start = text.index("{% set args = {")
+    sent = set(re.findall(r"^\s*'(\w+)':", text[start:text.index("} %}", start)], re.M))
+    assert set(OPTIONS) - sent <= set(REFUSED), set(OPTIONS) - sent - set(REFUSED)
+    # full_refresh is the door's own argument (dbt's --full-refresh, or the model's config)
+    assert (sent & set(OPTIONS)) - {"full_refresh"} == set(PASSED)
