@@ -13,8 +13,10 @@ as benchmarks/merge_bench.py times models:
 
 Methods: `ours` (a merge model, strategy='history') and `dbt_snapshot` (a snapshot), both with
 unique_key='id', updated_at='updated_at' (dbt's timestamp strategy) and --hard-deletes (default
-ignore). After each run the two tables' row counts must agree (versions and current versions),
-else the row says so. Defaults are the issue's sizes: 10M rows on DuckDB, 2M on Spark.
+ignore); on DuckDB also `ours_dataset`, the same model with a `location` (a Parquet dataset of
+1M-row files its first run wrote, restored by hard links). After each run the targets' row
+counts must agree (versions and current versions), else the row says so. Defaults are the
+issue's sizes: 10M rows on DuckDB, 2M on Spark.
 
     python -m benchmarks.history_bench --engine duckdb                 # 10M rows, 3 repetitions
     python -m benchmarks.history_bench --engine spark                  # 2M rows
@@ -29,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -41,6 +44,8 @@ from .project import REPO, SPARK_CONF, execute_seconds
 DEFAULT_ROWS = {"duckdb": 10_000_000, "spark": 2_000_000}
 WORKLOADS = ("daily_snapshot", "increment")
 METHODS = ("ours", "dbt_snapshot")
+#: DuckDB also merges the history into a Parquet dataset (a location model)
+ENGINE_METHODS = {"duckdb": (*METHODS, "ours_dataset"), "spark": METHODS}
 
 #: dbt-spark's snapshot reads `show table extended`, which calls an Iceberg table of Spark's
 #: session catalog `Provider: hive`, and refuses its own table on the second run; the project
@@ -98,6 +103,12 @@ def write_project(root: Path, engine: str, hard_deletes: str) -> None:
         "{{ config(materialized='merge', strategy='history', " + args + ") }}\n"
         f"select * from {schema}.bench_src\n"
     )
+    if engine == "duckdb":
+        (root / "models" / "h_lake.sql").write_text(
+            "{{ config(materialized='merge', strategy='history', " + args
+            + f", location={str(root / 'lake')!r}) }}}}\n"
+            f"select * from {schema}.bench_src\n"
+        )
     (root / "models" / "sources.yml").write_text(
         yaml.safe_dump(
             {
@@ -244,10 +255,18 @@ def measure(engine: str, rows: int, reps: int, hard_deletes: str, out: Path, log
     sql.table("bench_dim", dimension_sql(sql, rows))
     sql.table("bench_pristine", history_sql(sql))
     targets = {"ours": "h_ours", "dbt_snapshot": "h_snap"}
-    # first runs create the relations dbt knows (then replaced by the pristine history)
+    methods = ENGINE_METHODS[engine]
+    lake, pristine_lake = root / "lake", root / "lake_pristine"
+    # first runs create the relations dbt knows (then replaced by the pristine history); the
+    # dataset's first run writes its pristine files
     sql.table("bench_src", f"select * from {sql.schema}.bench_dim")
     invoke(root, engine, ["run", "--select", "h_ours"])
     invoke(root, engine, ["snapshot", "--select", "h_snap"])
+    if "ours_dataset" in methods:
+        shutil.rmtree(lake, ignore_errors=True)
+        shutil.rmtree(pristine_lake, ignore_errors=True)
+        invoke(root, engine, ["run", "--select", "h_lake"])
+        os.rename(lake, pristine_lake)
     results: dict = {
         "engine": engine,
         "rows": rows,
@@ -257,37 +276,49 @@ def measure(engine: str, rows: int, reps: int, hard_deletes: str, out: Path, log
     }
     for workload in WORKLOADS:
         sql.table("bench_src", workload_sql(sql, workload, rows))
-        times: dict[str, list[float]] = {m: [] for m in METHODS}
+        times: dict[str, list[float]] = {m: [] for m in methods}
         counts: dict[str, tuple] = {}
         message = ""
         for _ in range(reps):
-            for method in METHODS:
-                target = f"{sql.schema}.{targets[method]}"
-                sql.run(
-                    f"delete from {target}" if engine == "duckdb" else f"truncate table {target}"
-                )
-                sql.run(f"insert into {target} select * from {sql.schema}.bench_pristine")
-                args = (
-                    ["run", "--select", "h_ours"]
-                    if method == "ours"
-                    else ["snapshot", "--select", "h_snap"]
-                )
+            for method in methods:
+                if method == "ours_dataset":
+                    shutil.rmtree(lake, ignore_errors=True)
+                    shutil.rmtree(root / ".lake.dbt_merge", ignore_errors=True)
+                    shutil.copytree(pristine_lake, lake, copy_function=os.link)
+                    target = f"read_parquet('{lake}/**/*.parquet')"
+                    args = ["run", "--select", "h_lake"]
+                else:
+                    target = f"{sql.schema}.{targets[method]}"
+                    sql.run(
+                        f"delete from {target}" if engine == "duckdb"
+                        else f"truncate table {target}"
+                    )
+                    sql.run(f"insert into {target} select * from {sql.schema}.bench_pristine")
+                    args = (
+                        ["run", "--select", "h_ours"]
+                        if method == "ours"
+                        else ["snapshot", "--select", "h_snap"]
+                    )
                 seconds, said = invoke(root, engine, args)
                 times[method].append(seconds)
                 message = said if method == "ours" else message
-                counts[method] = sql.run(
+                counts[method] = tuple(sql.run(
                     f"select count(*), count(case when dbt_valid_to is null "
                     f"then 1 end) from {target}"
-                )[0]
+                )[0])
         median = {m: statistics.median(t) for m, t in times.items()}
         results["workloads"][workload] = {
             "seconds": times,
             "median": median,
             "ratio": median["ours"] / median["dbt_snapshot"],
-            "same_counts": counts["ours"] == counts["dbt_snapshot"],
+            "same_counts": len(set(counts.values())) == 1,
             "counts": counts,
             "ours_message": message,
         }
+        if "ours_dataset" in median:
+            results["workloads"][workload]["dataset_ratio"] = (
+                median["ours_dataset"] / median["dbt_snapshot"]
+            )
         log(
             f"{engine} {workload}: ours {median['ours']:.2f} s, dbt snapshot "
             f"{median['dbt_snapshot']:.2f} s ({median['ours'] / median['dbt_snapshot']:.2f}x); "
@@ -302,13 +333,17 @@ def markdown(results: dict) -> str:
         f"{results['hard_deletes']}, median of {results['reps']} (seconds of the execute "
         "phase)",
         "",
-        "| workload | ours | dbt snapshot | ours / dbt | same rows |",
-        "|---|---:|---:|---:|---|",
+        "| workload | ours | dbt snapshot | ours / dbt | ours, Parquet dataset | dataset / dbt "
+        "| same rows |",
+        "|---|---:|---:|---:|---:|---:|---|",
     ]
     for name, w in results["workloads"].items():
+        dataset = w["median"].get("ours_dataset")
+        shown = ("-", "-") if dataset is None else (f"{dataset:.2f}", f"{w['dataset_ratio']:.2f}x")
         lines.append(
             f"| {name} | {w['median']['ours']:.2f} | {w['median']['dbt_snapshot']:.2f} "
-            f"| {w['ratio']:.2f}x | {'yes' if w['same_counts'] else 'NO ' + str(w['counts'])} |"
+            f"| {w['ratio']:.2f}x | {shown[0]} | {shown[1]} "
+            f"| {'yes' if w['same_counts'] else 'NO ' + str(w['counts'])} |"
         )
     return "\n".join(lines) + "\n"
 
