@@ -80,10 +80,15 @@ _DICT_READS = (
 
 
 @dataclass(frozen=True, eq=False)
-class DictReadableResult(MergeResult):
-    """A MergeResult that can still be read as the dict merge_parquet_dataset returned before
-    0.2.0 (`result["inserted"]`, `result.get(...)`, `dict(result)`, `result == {...}`), each
-    read warning with a DeprecationWarning. Compared with a MergeResult it is one."""
+class DictReadableResult(MergeResult, dict):
+    """A MergeResult that is still the dict merge_parquet_dataset returned before 0.2.0 (its
+    documented keys, as as_dict() gives them): `result["inserted"]`, `result.get(...)`,
+    `result == {...}` answer with a DeprecationWarning, and what reads a dict directly
+    (`json.dumps(result)`, `dict(result)`, `{**result}`) gets those keys. Compared with a
+    MergeResult it is one."""
+
+    def __post_init__(self) -> None:
+        dict.update(self, self.as_dict())
 
     def _as_dict_warned(self) -> dict[str, Any]:
         import warnings
@@ -110,11 +115,15 @@ class DictReadableResult(MergeResult):
         return self._as_dict_warned().values()
 
     def __eq__(self, other: object) -> bool:
+        if isinstance(other, DictReadableResult | MergeResult):
+            return MergeResult.__eq__(MergeResult(**_fields(self)), MergeResult(**_fields(other)))
         if isinstance(other, Mapping):
             return self._as_dict_warned() == dict(other)
-        if isinstance(other, MergeResult):
-            return MergeResult.__eq__(MergeResult(**_fields(self)), MergeResult(**_fields(other)))
         return NotImplemented
+
+    def __ne__(self, other: object) -> bool:
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
 
     __hash__ = None  # type: ignore[assignment]  # equal to dicts, which are unhashable
 
