@@ -82,19 +82,28 @@ _DICT_READS = (
 @dataclass(frozen=True, eq=False)
 class DictReadableResult(MergeResult, dict):
     """A MergeResult that is still the dict merge_parquet_dataset returned before 0.2.0 (its
-    documented keys, as as_dict() gives them): `result["inserted"]`, `result.get(...)`,
-    `result == {...}` answer with a DeprecationWarning, and what reads a dict directly
-    (`json.dumps(result)`, `dict(result)`, `{**result}`) gets those keys. Compared with a
+    documented keys, as as_dict() gives them): `result["inserted"]`, `result.get(...)`, `in`
+    and `result == {...}` answer with a DeprecationWarning; what reads the dict whole
+    (`json.dumps`, `dict()`, `{**result}`, `.items()`, pickle, copy) gets it without one, so
+    that code running with warnings as errors can still serialize it. What the caller sets in
+    the dict part stays there; the fields stay as the merge left them. Compared with a
     MergeResult it is one."""
 
     def __post_init__(self) -> None:
         dict.update(self, self.as_dict())
 
     def _as_dict_warned(self) -> dict[str, Any]:
+        """The dict part, as the old dict was: it starts as as_dict() and keeps what the
+        caller's code sets or deletes in it (the fields stay as the merge left them)."""
         import warnings
 
         warnings.warn(_DICT_READS, DeprecationWarning, stacklevel=3)
-        return self.as_dict()
+        return dict.copy(self)
+
+    def __reduce__(self):
+        # pickle and copy would read the dict part through items() (warning): fields and dict
+        # part as they are
+        return (_rebuild_dict_readable, (_fields(self), dict.copy(self)))
 
     def __getitem__(self, key: str) -> Any:
         return self._as_dict_warned()[key]
@@ -104,15 +113,6 @@ class DictReadableResult(MergeResult, dict):
 
     def get(self, key: str, default: Any = None) -> Any:
         return self._as_dict_warned().get(key, default)
-
-    def keys(self):
-        return self._as_dict_warned().keys()
-
-    def items(self):
-        return self._as_dict_warned().items()
-
-    def values(self):
-        return self._as_dict_warned().values()
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, DictReadableResult | MergeResult):
@@ -135,3 +135,11 @@ def _fields(result: MergeResult) -> dict[str, Any]:
     from dataclasses import fields
 
     return {f.name: getattr(result, f.name) for f in fields(MergeResult)}
+
+
+def _rebuild_dict_readable(fields: dict[str, Any], items: dict[str, Any]) -> DictReadableResult:
+    result = DictReadableResult(**fields)
+    dict.clear(result)
+    dict.update(result, items)
+    return result
+

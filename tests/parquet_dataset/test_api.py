@@ -583,6 +583,22 @@ def test_the_result_is_a_merge_result_still_readable_as_the_old_dict(tmp_path):
 
     assert dict(result) == {**result} == result.as_dict()
     assert json.loads(json.dumps(result)) == result.as_dict()
+    # red team helper-55: with warnings as errors, serializing it must not raise; pickle and
+    # copy keep the fields; what the caller sets in the dict stays there, the fields do not move
+    import copy
+    import pickle
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        json.dumps(result, indent=2)
+        for again in (pickle.loads(pickle.dumps(result)), copy.deepcopy(result)):
+            assert again == MergeResult(inserted=2, total=2) and dict(again) == dict(result)
+    with pytest.warns(DeprecationWarning):
+        result["table"] = "t"
+        result.update(inserted=99)
+        assert (result["table"], result["inserted"], result.inserted) == ("t", 99, 2)
+        assert json.loads(json.dumps(result))["inserted"] == 99
     from dbt_merge.parquet import run_merge
 
     with pytest.warns(DeprecationWarning, match="merge_with_report"):
