@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -115,8 +115,8 @@ class DictReadableResult(MergeResult, dict):
         return self._as_dict_warned().get(key, default)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, DictReadableResult | MergeResult):
-            return MergeResult.__eq__(MergeResult(**_fields(self)), MergeResult(**_fields(other)))
+        if isinstance(other, MergeResult):
+            return _fields(self) == _fields(other)
         if isinstance(other, Mapping):
             return self._as_dict_warned() == dict(other)
         return NotImplemented
@@ -132,8 +132,7 @@ class DictReadableResult(MergeResult, dict):
 
 
 def _fields(result: MergeResult) -> dict[str, Any]:
-    from dataclasses import fields
-
+    """A result's MergeResult fields (not its dict part), by name."""
     return {f.name: getattr(result, f.name) for f in fields(MergeResult)}
 
 
