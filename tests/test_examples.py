@@ -549,8 +549,12 @@ def test_a_replaced_view_is_refused_whatever_its_properties_or_the_selects_liter
     finally:
         spark.conf.unset(setting)
     (result,) = redacted.result.results
-    assert str(result.status) == "error" and "Spark redacts part of its plan" in result.message, (
+    # refused by the first read of a plan: since 2026-11-30 (issue 37) the views are read from the
+    # staged view's plan, whose pin check refuses any redacted text, naming the regex
+    assert str(result.status) == "error" and "spark.sql.redaction.string.regex" in result.message, (
         result.message)
+    assert ("Spark redacts part of its plan" in result.message
+            or "prints query plans without their expression ids" in result.message), result.message
     for name in [*models, "rt_redacted"]:
         assert [tuple(r) for r in spark.sql(f"select id, v from analytics.{name}").collect()] == [
             (1, "a")]

@@ -20,8 +20,12 @@
   contract_enforced  check the SELECT's columns against the model's contract (dbt only)
 -#}
 {% macro run_merge(cfg, target, existing, rebuild, sql, contract_enforced=false) %}
-  {#-- a view the SELECT reads that the engine may read at an old definition: refused first --#}
-  {% do dbt_merge.check_upstream_views(sql, cfg, existing if not rebuild else none) %}
+  {#-- a view the SELECT reads that the engine may read at an old definition: refused first, or
+       on Spark, where it can, as soon as the SELECT is staged, from the plan read then --#}
+  {% set views_with_stage = not rebuild and dbt_merge.views_checked_with_stage(cfg, existing) %}
+  {% if not views_with_stage %}
+    {% do dbt_merge.check_upstream_views(sql, cfg, existing if not rebuild else none) %}
+  {% endif %}
   {#-- merge_history_table: a table the row can be appended to (Spark writes it after the commit) --#}
   {% if cfg.history_table %}
     {#- a dry run too: it says what the run would refuse -#}
@@ -42,21 +46,27 @@
   {% if rebuild %}
     {#-- a build reads the SELECT in one CREATE TABLE AS, which takes any SELECT --#}
     {% do dbt_merge.create_work_relation(relations.stage, sql, materialize=not check_after_build) %}
-    {% set staged, staged_copy = {'copy': none, 'bytes': none, 'session': none}, none %}
+    {% set staged, staged_copy = {'copy': none, 'bytes': none, 'session': none, 'columns': none}, none %}
   {% else %}
-    {% set staged = dbt_merge.stage_select(relations.stage, sql, materialize=true, target=existing) %}
+    {% set staged = dbt_merge.stage_select(relations.stage, sql, materialize=true, target=existing,
+                                           views=cfg if views_with_stage else none) %}
     {% set staged_copy = staged['copy'] %}
   {% endif %}
-  {% set source_columns = dbt_merge.relation_columns(relations.stage) %}
+  {% set source_columns = staged.get('columns') or dbt_merge.relation_columns(relations.stage) %}
 
   {#-- plan: the schema change (made only just before the write) and the columns to compare --#}
   {% set schema = none %}
   {% if not rebuild %}
     {#- the soft-delete columns the SELECT lacks are columns it brings (build_merge_plan adds
         them): added to a table without them, kept as they are in a table with them -#}
-    {% do dbt_merge.reload_table(existing) %}
-    {#- its columns, and on Spark an Iceberg table's properties, in one read -#}
-    {% set described = dbt_merge.described_target(existing) %}
+    {#- its columns, and on Spark an Iceberg table's properties, in one read: the one that read
+        how it is stored, after reloading it (check_table_format), when nothing ran since that
+        could change it; else reloaded and read now -#}
+    {% set described = (cfg.get('target_storage') or {}).get('described') %}
+    {% if described is none %}
+      {% do dbt_merge.reload_table(existing) %}
+      {% set described = dbt_merge.described_target(existing) %}
+    {% endif %}
     {% set target_columns = described.columns %}
     {% set target_names = target_columns | map(attribute='name') | list %}
     {% set brought = source_columns | list %}

@@ -42,16 +42,20 @@
 
   cfg     validate_merge_config()'s result (its conditions are checked too)
   target  the table the merge reads as DBT_INTERNAL_DEST, or none (a build)
+  plan_text  EXPLAIN EXTENDED's full text of a plan that reads the SELECT (its staged view's
+          rows, read by create_work_relation's pin check), to read the views from instead of
+          explaining the SELECT again; only where no condition holds a query
+          (views_checked_with_stage)
 -#}
-{% macro check_upstream_views(sql, cfg=none, target=none) %}
-  {{ return(adapter.dispatch('check_upstream_views', 'dbt_merge')(sql, cfg, target)) }}
+{% macro check_upstream_views(sql, cfg=none, target=none, plan_text=none) %}
+  {{ return(adapter.dispatch('check_upstream_views', 'dbt_merge')(sql, cfg, target, plan_text)) }}
 {% endmacro %}
 
-{% macro default__check_upstream_views(sql, cfg=none, target=none) %}
+{% macro default__check_upstream_views(sql, cfg=none, target=none, plan_text=none) %}
 {% endmacro %}
 
-{% macro spark__check_upstream_views(sql, cfg=none, target=none) %}
-  {% set read = dbt_merge._views_read(sql, cfg, target) %}
+{% macro spark__check_upstream_views(sql, cfg=none, target=none, plan_text=none) %}
+  {% set read = dbt_merge._views_read(sql, cfg, target, plan_text) %}
   {% if read.unreadable %}
     {{ dbt_merge.raise_merge_error(dbt_merge._unreadable_plan_message(read.unreadable)) }}
   {% endif %}
@@ -139,18 +143,10 @@
     Spark printed it when it redacted part of it (then `name` is a SHOW TABLES pattern, `*` for
     what was redacted). No views when Spark cannot analyze the SELECT: staging it then fails with
     Spark's own error, before anything is written. -#}
-{% macro _views_read(sql, cfg, target) %}
-  {% set conditions = [] %}
-  {% set candidates = [cfg.get('delete_condition')] if cfg else [] %}
-  {% if cfg and target is not none %}
-    {% do candidates.extend([cfg.get('update_condition')] + (cfg.get('predicates') or [])) %}
-  {% endif %}
-  {#- a condition that reads a relation holds a query (SELECT, or TABLE name); one without costs nothing -#}
-  {% for condition in candidates if condition and modules.re.search('(?i)\\b(select|table)\\b', condition | string) %}
-    {% do conditions.append(condition | string) %}
-  {% endfor %}
+{% macro _views_read(sql, cfg, target, plan_text=none) %}
+  {% set conditions = dbt_merge._view_conditions(cfg, target) %}
   {% if not conditions %}
-    {% set read = dbt_merge._plan_views(sql) %}
+    {% set read = dbt_merge._parse_plan_views(plan_text) if plan_text is not none else dbt_merge._plan_views(sql) %}
     {% do read.update({'reader': "the model's SELECT"}) %}
     {{ return(read) }}
   {% endif %}
@@ -173,6 +169,38 @@
         ~ " Spark says: " ~ read.error ~ " Fix the condition. The target was not changed.") }}
   {% endif %}
   {{ return(alone) }}
+{% endmacro %}
+
+{#- The merge conditions (delete_condition; with a target, merge_update_condition and
+    incremental_predicates) that hold a query, whose views the check reads with the SELECT's. -#}
+{% macro _view_conditions(cfg, target) %}
+  {% set conditions = [] %}
+  {% set candidates = [cfg.get('delete_condition')] if cfg else [] %}
+  {% if cfg and target is not none %}
+    {% do candidates.extend([cfg.get('update_condition')] + (cfg.get('predicates') or [])) %}
+  {% endif %}
+  {#- a condition that reads a relation holds a query (SELECT, or TABLE name); one without costs nothing -#}
+  {% for condition in candidates if condition and modules.re.search('(?i)\\b(select|table)\\b', condition | string) %}
+    {% do conditions.append(condition | string) %}
+  {% endfor %}
+  {{ return(conditions) }}
+{% endmacro %}
+
+{#- Whether the views check can read the plan of the staged SELECT (stage_select's `views`)
+    instead of explaining the SELECT before it is staged: Spark, a merge into an existing table
+    none of whose conditions holds a query (those are analyzed with the SELECT and the table,
+    _views_read). The check then runs right after the view is made, before it is cached or
+    anything else is read or written; its refusal drops the view (raise_merge_error). -#}
+{% macro views_checked_with_stage(cfg, target) %}
+  {{ return(adapter.dispatch('views_checked_with_stage', 'dbt_merge')(cfg, target)) }}
+{% endmacro %}
+
+{% macro default__views_checked_with_stage(cfg, target) %}
+  {{ return(false) }}
+{% endmacro %}
+
+{% macro spark__views_checked_with_stage(cfg, target) %}
+  {{ return(target is not none and not dbt_merge._view_conditions(cfg, target)) }}
 {% endmacro %}
 
 {#- The views of `sql`'s analyzed plan as _views_read returns them, and Spark's error when it

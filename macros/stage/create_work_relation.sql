@@ -46,15 +46,16 @@
       makes from the stage; a plan analyzed again reads the same, so the setting is left as the
       stage's `set` left it (one statement fewer). -#}
   {% set key = 'spark.sql.legacy.storeAnalyzedPlanForView' %}
-  {% set pinned = namespace(done=false, unreadable=false) %}
+  {% set pinned = namespace(done=false, unreadable=false, text=none) %}
   {% for attempt in range(5) if not pinned.done and not pinned.unreadable %}
     {% if pin != 'stage' %}
       {% do dbt_merge.keep_session_conf({key: 'true'}) %}
     {% endif %}
     {% do dbt_merge.run_statement('create or replace temporary view ' ~ relation ~ ' as ' ~ select_sql) %}
-    {% set stored = dbt_merge._view_plan_is_stored(relation) if pin == 'checked' else true %}
-    {% set pinned.done = stored == true %}
-    {% set pinned.unreadable = stored is none %}
+    {% set read = dbt_merge._view_plan_is_stored(relation) if pin == 'checked' else {'stored': true, 'text': none} %}
+    {% set pinned.done = read.stored == true %}
+    {% set pinned.unreadable = read.stored is none %}
+    {% set pinned.text = read.text %}
   {% endfor %}
   {% if pinned.unreadable %}
     {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}
@@ -76,11 +77,15 @@
   {% if materialize %}
     {% do dbt_merge.cache_lazy(relation) %}
   {% endif %}
+  {#- the view's plan as the pin check read it (pin 'checked'): stage_select reads the views and
+      the columns of the SELECT from it -#}
+  {{ return(pinned.text) }}
 {% endmacro %}
 
 {#- Spark: whether a temporary view keeps the plan analyzed when it was made
-    (storeAnalyzedPlanForView) rather than its SQL text: true, false, or none when the session
-    prints plans whose expression ids cannot be read. A view that keeps its text is parsed and
+    (storeAnalyzedPlanForView) rather than its SQL text: {stored: true, false, or none when the
+    session prints plans whose expression ids cannot be read; text: the plan's first text read,
+    in full}. A view that keeps its text is parsed and
     analyzed again at every read, each time with new expression ids, so two plans of a read
     differ; a view that keeps its plan gives the same plan, ids and all, each time. EXPLAIN
     EXTENDED of the view's LIMIT 0, which the optimizer makes an empty relation: no scan is
@@ -102,11 +107,11 @@
       {% set text = dbt_merge._explain_at_full_length(explain, 'dbt_merge_conf') %}
     {% endif %}
     {% if dbt_merge._plan_cut_short(text) or '*********(redacted)' in text or not modules.re.search('#\\d', text) %}
-      {{ return(none) }}
+      {{ return({'stored': none, 'text': none}) }}
     {% endif %}
     {% do texts.append(text) %}
   {% endfor %}
-  {{ return(texts[0] == texts[1]) }}
+  {{ return({'stored': texts[0] == texts[1], 'text': texts[0]}) }}
 {% endmacro %}
 
 {#- Spark: `cache lazy table relation`, its columns stored without compression. The cache holds
@@ -212,16 +217,19 @@
   rows on REFRESH TABLE with the catalog's cache on: it re-runs the cached plan on the table
   object it loaded then).
 -#}
-{% macro stage_select(relation, select_sql, materialize, target=none) %}
-  {{ return(adapter.dispatch('stage_select', 'dbt_merge')(relation, select_sql, materialize, target)) }}
+{% macro stage_select(relation, select_sql, materialize, target=none, views=none) %}
+  {{ return(adapter.dispatch('stage_select', 'dbt_merge')(relation, select_sql, materialize, target, views)) }}
 {% endmacro %}
 
-{% macro default__stage_select(relation, select_sql, materialize, target=none) %}
+{% macro default__stage_select(relation, select_sql, materialize, target=none, views=none) %}
+  {% if views is not none %}
+    {% do dbt_merge.check_upstream_views(select_sql, views, target) %}
+  {% endif %}
   {% do dbt_merge.create_work_relation(relation, select_sql, materialize) %}
-  {{ return({'copy': none, 'bytes': none, 'session': none}) }}
+  {{ return({'copy': none, 'bytes': none, 'session': none, 'columns': none}) }}
 {% endmacro %}
 
-{% macro spark__stage_select(relation, select_sql, materialize, target=none) %}
+{% macro spark__stage_select(relation, select_sql, materialize, target=none, views=none) %}
   {#- cached as the session compresses caches (one statement), then, when the estimate says the
       SELECT is large or cannot say, cached again without compression (cache_lazy): a small
       SELECT costs no setting read, set and put back. The probe also reads whether the session
@@ -231,7 +239,16 @@
       (spark.sql.variable.substitute=false) prints the text unchanged: then it is read with `set`
       when needed. (Not the analyzed-plan setting: substituting a boolean setting that is not
       set fails the statement, "should be boolean, but was".) -#}
-  {% do dbt_merge.create_work_relation(relation, select_sql, false) %}
+  {% set view_plan = dbt_merge.create_work_relation(relation, select_sql, false) %}
+  {% if views is not none %}
+    {#- the views the SELECT reads (check_upstream_views), from the plan the pin check read
+        (views_checked_with_stage: no merge condition holds a query): one EXPLAIN fewer. Before
+        the cache and anything else: a refusal leaves nothing (raise_merge_error drops the view) -#}
+    {% do dbt_merge.check_upstream_views(select_sql, views, target, view_plan) %}
+  {% endif %}
+  {#- the SELECT's columns as the same plan prints them, where that text says them exactly
+      (_plan_columns); else relation_columns reads them (`describe table`) -#}
+  {% set columns = dbt_merge._plan_columns(view_plan) %}
   {% if materialize %}
     {% do dbt_merge.run_statement('cache lazy table ' ~ relation) %}
   {% endif %}
@@ -260,7 +277,7 @@
       {% do dbt_merge.run_statement('uncache table if exists ' ~ relation) %}
       {% do dbt_merge.cache_lazy(relation) %}
     {% endif %}
-    {{ return({'copy': none, 'bytes': bytes, 'session': session}) }}
+    {{ return({'copy': none, 'bytes': bytes, 'session': session, 'columns': columns}) }}
   {% endif %}
   {% if target is not none %}
     {#- the probe failed analysis (a non-deterministic SELECT): the target asked alone -#}
@@ -293,7 +310,32 @@
       'dbt_merge_work_table') %}
   {% do dbt_merge.drop_work_relation(relation, materialize) %}
   {% do dbt_merge.create_work_relation(relation, 'select * from ' ~ copy, materialize) %}
-  {{ return({'copy': copy, 'bytes': none, 'session': none}) }}
+  {{ return({'copy': copy, 'bytes': none, 'session': none, 'columns': none}) }}
+{% endmacro %}
+
+{#- Spark: the columns of a view (dbt Columns) from the text of EXPLAIN EXTENDED of its rows
+    (_view_plan_is_stored's): the analyzed section's first line, `name: type, ...` (each
+    attribute's name and simpleString, as DESCRIBE TABLE of the view gives them: char and
+    varchar print as string in both). Only where that line says them exactly: every name a
+    plain identifier (letters, digits, _; a name with ', ' or ': ' would read as two), every type
+    an atomic one (no struct, map or array, whose field names may hold anything and whose text
+    Spark cuts at spark.sql.debug.maxToStringFields), no `... N more fields` (a longer list is cut
+    the same way), and one analyzed section; else none, and the caller asks DESCRIBE. -#}
+{% macro _plan_columns(text) %}
+  {% set head = '== Analyzed Logical Plan ==\n' %}
+  {% if text is none or text.count(head) != 1 %}
+    {{ return(none) }}
+  {% endif %}
+  {% set line = text.split(head, 1)[1].split('\n', 1)[0] %}
+  {% set columns = [] %}
+  {% for piece in line.split(', ') %}
+    {% set found = modules.re.match('^([A-Za-z_][A-Za-z0-9_]*): ([a-z_][a-z0-9_]*(\\([0-9]+(,[0-9]+)?\\))?|interval( [a-z]+)+)$', piece) %}
+    {% if found is none %}
+      {{ return(none) }}
+    {% endif %}
+    {% do columns.append(api.Column.create(found.group(1), found.group(2))) %}
+  {% endfor %}
+  {{ return(columns if columns else none) }}
 {% endmacro %}
 
 {#- Spark: the estimated size of a staged SELECT (bytes) from which its cache is kept without

@@ -200,8 +200,12 @@ def test_merge_dataframe_of_an_empty_dataframe(spark, kind):
 #: instead of the setting once (create_work_relation, _view_plan_is_stored).
 #: And one more where main is fast-forwarded in SQL (merge-on-read, format 3): the table's
 #: history read after it, since SQL has no compare-and-set move (_check_fast_forward).
-STATEMENTS = {"mor": 22, "cow": 16, "v3": 25, "parquet": 25}
-EMPTY_STATEMENTS = {"mor": 15, "cow": 15, "v3": 16, "parquet": 16}
+#: Since 2026-11-30 (issue 37), three fewer in every run: the views the SELECT reads and its
+#: columns come from the staged view's plan the pin check reads (no EXPLAIN of the SELECT before
+#: it is staged, no DESCRIBE of the view: _plan_columns), and the target's columns and properties
+#: from the DESCRIBE that read how it is stored, the table reloaded first (check_table_format).
+STATEMENTS = {"mor": 19, "cow": 13, "v3": 22, "parquet": 22}
+EMPTY_STATEMENTS = {"mor": 12, "cow": 12, "v3": 13, "parquet": 13}
 
 
 @pytest.mark.spark

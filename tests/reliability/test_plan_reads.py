@@ -1,0 +1,122 @@
+"""What a Spark merge reads once instead of twice (issue 37), and where reading once would be
+wrong:
+
+- the SELECT's columns from the plan of its staged view the pin check reads (_plan_columns),
+  only where that text says them exactly: against DESCRIBE TABLE of the same view, for names
+  and types users give (odd names, nested types, more columns than Spark prints);
+- the target's columns and properties from the DESCRIBE that read how it is stored, unless a
+  pre-hook ran since: a pre-hook that commits to the table (rows deleted, a column added) is
+  seen by the merge, which counts from the table as the hook left it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from dbt_helpers import run_dbt
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from .harness import PROFILES_DIR
+from .scenario import message, project
+
+MOR = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
+       "write.delete.mode": "merge-on-read"}
+
+#: (SQL expression, type) pairs of the SELECTs' columns: atomic types, and ones whose text the
+#: plan does not print exactly (nested types, intervals)
+EXPRESSIONS = [
+    ("cast(1 as bigint)", "bigint"), ("cast(1 as int)", "int"), ("'x'", "string"),
+    ("cast(1.5 as decimal(12,3))", "decimal(12,3)"), ("cast(1 as double)", "double"),
+    ("current_date()", "date"), ("current_timestamp()", "timestamp"),
+    ("cast(null as timestamp_ntz)", "timestamp_ntz"), ("cast('a' as varchar(4))", "string"),
+    ("cast('a' as char(3))", "string"), ("cast(null as binary)", "binary"), ("true", "boolean"),
+    ("named_struct('a, b', 1, 'c: d', 'x')", None), ("array(1, 2)", None),
+    ("map('k', 1)", None), ("interval '1' day", None), ("interval '1-2' year to month", None),
+    ("cast(null as void)", None),
+]
+
+NAMES = st.one_of(
+    st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True),
+    st.sampled_from(["a b", "a, b", "c: d", "#note", "Ünï", "x`y", "sel ect", "ID", "Id2", "1x",
+                     "a:b", "name: string", "more fields"]),
+)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+@pytest.mark.spark
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(columns=st.lists(st.tuples(NAMES, st.sampled_from(EXPRESSIONS)), min_size=1, max_size=30,
+                        unique_by=lambda c: c[0].lower()))
+def test_the_columns_read_from_a_plan_are_describes_or_none(spark, columns):
+    from types import SimpleNamespace
+
+    from dbt_merge.render import Column, MacroContext
+
+    def query(sql):
+        frame = spark.sql(sql)
+        return frame.columns, [tuple(r) for r in frame.collect()]
+
+    def fail(text):
+        raise AssertionError(text)
+
+    macros = MacroContext({}, query, fail, engine="spark",
+                          context={"api": SimpleNamespace(Column=SimpleNamespace(create=Column))})
+    select = "select " + ", ".join(f"{expr} as {_quoted(name)}" for name, (expr, _) in columns)
+    spark.conf.set("spark.sql.legacy.storeAnalyzedPlanForView", "true")
+    try:
+        spark.sql(f"create or replace temporary view plan_reads_v as {select}")
+    finally:
+        spark.conf.unset("spark.sql.legacy.storeAnalyzedPlanForView")
+    text = "\n".join(r[0] for r in spark.sql(
+        "explain extended select * from plan_reads_v limit 0").collect())
+    described = [(r[0], r[1]) for r in spark.sql("describe table plan_reads_v").collect()]
+    read = macros.get("_plan_columns")(text)
+    if read is not None:
+        assert [(c.column, c.data_type) for c in read] == described, select
+    simple = (len(columns) <= 25 and all(t is not None for _, (_, t) in columns)
+              and all(n.replace("_", "a").isalnum() and n.isascii() and not n[0].isdigit()
+                      for n, _ in columns))
+    # where the text says the columns exactly, they are read from it (no DESCRIBE)
+    assert (read is not None) == simple, (select, text.split("\n== Optimized")[0])
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("db", ["spark"], indirect=True)
+def test_a_pre_hook_that_commits_to_the_table_is_seen(db, tmp_path):
+    """A pre-hook deletes a row of the table (a commit after the run read how it is stored): the
+    merge counts from the table as the hook left it, on every Iceberg kind (the write-once
+    branch of merge-on-read and format 3, the passes of copy-on-write); before the fix its
+    snapshot was the one read before the hook, and the run was refused as another writer's
+    commit."""
+    s = "plan_reads_hooks"
+    db.engine.setup(s)
+    kinds = {"mor": MOR, "cow": {}, "v3": {"format-version": "3"}}
+    models = {}
+    for kind, props in kinds.items():
+        table = f"{s}.h_{kind}"
+        db.sql(f"drop table if exists {table}")
+        tbl = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
+        db.sql(f"create table {table} (id bigint, name string) using iceberg"
+               + (f" tblproperties ({tbl})" if tbl else ""))
+        db.sql(f"insert into {table} values " + ", ".join(f"({k}, 'v{k}')" for k in range(10)))
+        models[f"h_{kind}"] = (
+            {"schema": s, "unique_key": "id", "file_format": "iceberg", "tblproperties": props,
+             "pre_hook": "delete from {{ this }} where id = 0"},
+            "select cast(id as bigint) as id, concat('r_', cast(id as string)) as name "
+            "from range(8, 12)")
+    root = project(db, tmp_path, "plan_reads_hooks", models)
+    # twice: the second run is the steady state (the table last written by the package)
+    for day in (1, 2):
+        if day == 2:
+            for kind in kinds:
+                db.sql(f"insert into {s}.h_{kind} values (0, 'back')")
+        run = run_dbt(["run"], root, "spark", PROFILES_DIR)
+        for kind in kinds:
+            want = ("2 inserted, 2 updated, 0 deleted, 0 unchanged, 11 total" if day == 1
+                    else "0 inserted, 0 updated, 0 deleted, 4 unchanged, 11 total")
+            assert want in message(run, f"h_{kind}"), (day, kind, message(run, f"h_{kind}"))
+            rows = db.sql(f"select id from {s}.h_{kind} order by id")
+            assert [r[0] for r in rows] == list(range(1, 12)), (day, kind, rows)
