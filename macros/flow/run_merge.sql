@@ -59,14 +59,13 @@
   {% if not rebuild %}
     {#- the soft-delete columns the SELECT lacks are columns it brings (build_merge_plan adds
         them): added to a table without them, kept as they are in a table with them -#}
-    {#- its columns, and on Spark an Iceberg table's properties, in one read: the one that read
-        how it is stored, after reloading it (check_table_format), when nothing ran since that
-        could change it; else reloaded and read now -#}
-    {% set described = (cfg.get('target_storage') or {}).get('described') %}
-    {% if described is none %}
-      {% do dbt_merge.reload_table(existing) %}
-      {% set described = dbt_merge.described_target(existing) %}
-    {% endif %}
+    {#- reloaded and read after the SELECT is staged (not with how it is stored, read before the
+        hooks): a commit another writer made meanwhile is the state the run counts and writes
+        (red team helper-56: read once before, such a commit refused the run, or failed it with
+        Spark's raw error when it changed a column) -#}
+    {% do dbt_merge.reload_table(existing) %}
+    {#- its columns, and on Spark an Iceberg table's properties, in one read -#}
+    {% set described = dbt_merge.described_target(existing) %}
     {% set target_columns = described.columns %}
     {% set target_names = target_columns | map(attribute='name') | list %}
     {% set brought = source_columns | list %}

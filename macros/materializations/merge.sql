@@ -40,11 +40,6 @@
 
   {{ run_hooks(pre_hooks, inside_transaction=False) }}
   {{ run_hooks(pre_hooks, inside_transaction=True) }}
-  {%- if pre_hooks and cfg.get('target_storage') -%}
-    {#- a pre-hook may have changed the table (a column added, rows deleted): the flow reads its
-        columns and properties again -#}
-    {%- do cfg.target_storage.pop('described', none) -%}
-  {%- endif %}
 
   {#-- the merge flow, shared with the Python front ends (macros/flow/run_merge.sql) --#}
   {%- set stats = dbt_merge.run_merge(cfg, target, existing, rebuild, sql,

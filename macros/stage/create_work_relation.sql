@@ -314,27 +314,52 @@
 {% endmacro %}
 
 {#- Spark: the columns of a view (dbt Columns) from the text of EXPLAIN EXTENDED of its rows
-    (_view_plan_is_stored's): the analyzed section's first line, `name: type, ...` (each
-    attribute's name and simpleString, as DESCRIBE TABLE of the view gives them: char and
-    varchar print as string in both). Only where that line says them exactly: every name a
-    plain identifier (letters, digits, _; a name with ', ' or ': ' would read as two), every type
-    an atomic one (no struct, map or array, whose field names may hold anything and whose text
-    Spark cuts at spark.sql.debug.maxToStringFields), no `... N more fields` (a longer list is cut
-    the same way), and one analyzed section; else none, and the caller asks DESCRIBE. -#}
+    (`select * from v limit 0`, _view_plan_is_stored's): the analyzed section's first line,
+    `name: type, ...` (each attribute's name and simpleString, as DESCRIBE TABLE of the view gives
+    them: char and varchar print as string in both). Spark prints a name as it is, so a name can
+    forge that line: `a, b: int` reads as two columns, a newline ends the line early (red team
+    helper-56: a column skipped, not added, or dropped by sync_all_columns, the run reported
+    done). So the line is taken only where the plan's next lines are `GlobalLimit 0`,
+    `LocalLimit 0` and `Project [a#1, b#2L, ...]` (one line, closed) whose attributes are the
+    same names in the same order, each a plain identifier (letters, digits, _) with its id: a
+    name holding ', ', ': ', '#' or a newline cannot pass both lines. Every type atomic (no
+    struct, map or array, whose field names may hold anything and whose text Spark cuts at
+    spark.sql.debug.maxToStringFields), no `... N more fields` (a longer list is cut the same
+    way), no name twice (in any case), one analyzed section; else none, and the caller asks
+    DESCRIBE. -#}
 {% macro _plan_columns(text) %}
   {% set head = '== Analyzed Logical Plan ==\n' %}
   {% if text is none or text.count(head) != 1 %}
     {{ return(none) }}
   {% endif %}
-  {% set line = text.split(head, 1)[1].split('\n', 1)[0] %}
+  {% set lines = text.split(head, 1)[1].split('\n') %}
+  {% if lines | length < 4 or lines[1] != 'GlobalLimit 0' or lines[2] != '+- LocalLimit 0' %}
+    {{ return(none) }}
+  {% endif %}
+  {% set project = modules.re.match('^   \\+- Project \\[(.*)\\]$', lines[3]) %}
+  {% if project is none %}
+    {{ return(none) }}
+  {% endif %}
+  {% set attributes = [] %}
+  {% for piece in project.group(1).split(', ') %}
+    {% set found = modules.re.match('^([A-Za-z_][A-Za-z0-9_]*)#[0-9]+L?$', piece) %}
+    {% if found is none %}
+      {{ return(none) }}
+    {% endif %}
+    {% do attributes.append(found.group(1)) %}
+  {% endfor %}
   {% set columns = [] %}
-  {% for piece in line.split(', ') %}
+  {% for piece in lines[0].split(', ') %}
     {% set found = modules.re.match('^([A-Za-z_][A-Za-z0-9_]*): ([a-z_][a-z0-9_]*(\\([0-9]+(,[0-9]+)?\\))?|interval( [a-z]+)+)$', piece) %}
     {% if found is none %}
       {{ return(none) }}
     {% endif %}
     {% do columns.append(api.Column.create(found.group(1), found.group(2))) %}
   {% endfor %}
+  {% set names = columns | map(attribute='name') | list %}
+  {% if names != attributes or (names | map('lower') | unique | list | length) != names | length %}
+    {{ return(none) }}
+  {% endif %}
   {{ return(columns if columns else none) }}
 {% endmacro %}
 

@@ -45,16 +45,10 @@
    _listed_properties; none when that text cannot be read exactly, and the readers ask with
    SHOW TBLPROPERTIES instead). #}
 {% macro spark__described_target(relation) %}
-  {{ return(dbt_merge._described_rows(dbt_merge.run_sql('describe table extended ' ~ relation, 'dbt_merge_describe').rows)) }}
-{% endmacro %}
-
-{#- described_target's result from the rows of `describe table extended` (also read by
-    table_storage, whose rows the flow takes when nothing ran between the two reads). -#}
-{% macro _described_rows(rows) %}
   {% set columns = [] %}
   {% set meta = {} %}
   {% set state = namespace(section='columns') %}
-  {% for row in rows %}
+  {% for row in dbt_merge.run_sql('describe table extended ' ~ relation, 'dbt_merge_describe').rows %}
     {% set name = row[0] or '' %}
     {% set type = (row[1] or '') | trim %}
     {% if state.section == 'columns' and not type %}

@@ -46,11 +46,8 @@
     {% endif %}
     {{ return(none) }}
   {% endif %}
-  {#- the table as committed (reload_table), read once: the write (spark__apply_changes) takes it
-      from the plan, and the flow its columns and properties (`described`, run_merge) unless a
-      pre-hook ran since (the materialization drops them then, and the flow reads them again) -#}
-  {% do dbt_merge.reload_table(existing) %}
   {% set storage = dbt_merge.table_storage(existing) %}
+  {#- read once: the write (spark__apply_changes) takes it from the plan -#}
   {% do cfg.update({'target_storage': storage}) %}
   {% set described = storage.format if storage.provider in [storage.format, ''] else storage.provider ~ ' ' ~ storage.format %}
   {% if storage.write is none %}

@@ -52,10 +52,6 @@
     {% endif %}
     {{ return(none) }}
   {% endif %}
-  {% if unfinished %}
-    {#- the table changes here: the flow reads its columns and properties again (run_merge) -#}
-    {% do storage.pop('described', none) %}
-  {% endif %}
   {#- oldest first: each finished write is the state the next one started from -#}
   {% for work in unfinished | sort(attribute='ready') %}
     {% do log('dbt_merge ' ~ model.name ~ ': a run started at ' ~ work.ready ~ ' was interrupted while it '

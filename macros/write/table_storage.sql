@@ -17,8 +17,6 @@
                   write.merge.mode=merge-on-read) instead of rewriting the data files it touches
     format_version  an Iceberg table's format version (2, 3), none for other tables
                   (merge_on_branch counts a merge from its commit on merge-on-read and v3 tables)
-    described     described_target's result read from the same rows (the columns, an Iceberg
-                  table's properties)
 -#}
 {% macro table_storage(relation) %}
   {{ return(adapter.dispatch('table_storage', 'dbt_merge')(relation)) }}
@@ -88,6 +86,5 @@
              'kind': meta.get('Type', '') | upper, 'partition_by': partition_by,
              'partitioned': partition_by | length > 0 or state.transforms > 0, 'write': write,
              'merge_on_read': merge_on_read,
-             'format_version': (version.group(2) | int) if provider == 'iceberg' and version else none,
-             'described': dbt_merge._described_rows(rows)}) }}
+             'format_version': (version.group(2) | int) if provider == 'iceberg' and version else none}) }}
 {% endmacro %}

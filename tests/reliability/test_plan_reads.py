@@ -4,9 +4,10 @@ wrong:
 - the SELECT's columns from the plan of its staged view the pin check reads (_plan_columns),
   only where that text says them exactly: against DESCRIBE TABLE of the same view, for names
   and types users give (odd names, nested types, more columns than Spark prints);
-- the target's columns and properties from the DESCRIBE that read how it is stored, unless a
-  pre-hook ran since: a pre-hook that commits to the table (rows deleted, a column added) is
-  seen by the merge, which counts from the table as the hook left it.
+- not the target's columns and properties: read after the SELECT is staged, so that a commit
+  another writer or a pre-hook makes before then is the state the run counts and writes (red team
+  helper-56: read once with how the table is stored, before the hooks, such a commit refused the
+  run, or failed it with Spark's raw error).
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ EXPRESSIONS = [
 NAMES = st.one_of(
     st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True),
     st.sampled_from(["a b", "a, b", "c: d", "#note", "Ünï", "x`y", "sel ect", "ID", "Id2", "1x",
-                     "a:b", "name: string", "more fields"]),
+                     "a:b", "name: string", "more fields", "v", "w", "c",
+                     # red team helper-56: names that forge the plan's schema line
+                     "v: string, w", "zz: string\n", "v: string\nx", "x: bigint\n: string, c",
+                     "v#1, w", "w#7L]", "v: string, w: string"]),
 )
 
 
@@ -88,9 +92,9 @@ def test_the_columns_read_from_a_plan_are_describes_or_none(spark, columns):
 def test_a_pre_hook_that_commits_to_the_table_is_seen(db, tmp_path):
     """A pre-hook deletes a row of the table (a commit after the run read how it is stored): the
     merge counts from the table as the hook left it, on every Iceberg kind (the write-once
-    branch of merge-on-read and format 3, the passes of copy-on-write); before the fix its
-    snapshot was the one read before the hook, and the run was refused as another writer's
-    commit."""
+    branch of merge-on-read and format 3, the passes of copy-on-write). Read with how the table
+    is stored, its snapshot was the one before the hook, and the run was refused as another
+    writer's commit."""
     s = "plan_reads_hooks"
     db.engine.setup(s)
     kinds = {"mor": MOR, "cow": {}, "v3": {"format-version": "3"}}
@@ -120,3 +124,85 @@ def test_a_pre_hook_that_commits_to_the_table_is_seen(db, tmp_path):
             assert want in message(run, f"h_{kind}"), (day, kind, message(run, f"h_{kind}"))
             rows = db.sql(f"select id from {s}.h_{kind} order by id")
             assert [r[0] for r in rows] == list(range(1, 12)), (day, kind, rows)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("db", ["spark"], indirect=True)
+def test_another_writers_commit_before_the_stage_is_counted(db, tmp_path):
+    """Red team helper-56: another writer deletes a row after the run read how the table is
+    stored and before it stages its SELECT (a dbt callback, as the statement that stages it is
+    sent). The run counts and writes the table as that commit left it: the deleted key is
+    inserted again, the total is the table's. Read once before, merge-on-read and format 3
+    refused the run as another writer's commit and copy-on-write failed with Spark's raw error."""
+    s = "plan_reads_race"
+    db.engine.setup(s)
+    kinds = {"mor": MOR, "cow": {}, "v3": {"format-version": "3"}}
+    models = {}
+    for kind, props in kinds.items():
+        table = f"{s}.w_{kind}"
+        db.sql(f"drop table if exists {table}")
+        tbl = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
+        db.sql(f"create table {table} (id bigint, name string) using iceberg"
+               + (f" tblproperties ({tbl})" if tbl else ""))
+        db.sql(f"insert into {table} values (1, 'a'), (2, 'b'), (3, 'c')")
+        models[f"w_{kind}"] = (
+            {"schema": s, "unique_key": "id", "file_format": "iceberg", "tblproperties": props},
+            "select cast(id as bigint) as id, name from values (2, 'b'), (4, 'd') as t(id, name)")
+    root = project(db, tmp_path, "plan_reads_race", models)
+    written = set()
+
+    def writer(event) -> None:
+        if (event.info.name == "SQLQuery" and event.data.node_info
+                and "create or replace temporary view" in event.data.sql):
+            model = event.data.node_info.node_name
+            if model not in written:
+                written.add(model)
+                db.sql(f"delete from {s}.{model} where id = 2")
+
+    run = run_dbt(["run"], root, "spark", PROFILES_DIR, callbacks=[writer])
+    assert written == set(models)
+    for kind in kinds:
+        assert "2 inserted, 0 updated, 0 deleted, 0 unchanged, 4 total" in message(
+            run, f"w_{kind}"), (kind, message(run, f"w_{kind}"))
+        rows = db.sql(f"select id, name from {s}.w_{kind} order by id")
+        assert [tuple(r) for r in rows] == [(1, "a"), (2, "b"), (3, "c"), (4, "d")], (kind, rows)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("db", ["spark"], indirect=True)
+def test_column_names_that_forge_the_plan_are_merged_as_described(db, tmp_path):
+    """Red team helper-56: a SELECT column named so that the plan's schema line reads as other
+    columns (`zz: string` and a newline, `v: string, w`) hid a later column from the merge (its
+    new value not written, or the column dropped by sync_all_columns) while the run reported
+    done. The columns are those DESCRIBE gives: every value written, no column dropped."""
+    s = "plan_reads_names"
+    db.engine.setup(s)
+    cases = {
+        "f_newline": ("upsert", "ignore", "id bigint, v string, c string",
+                      "(1, 'old', 'old')",
+                      "select cast(2 as bigint) as id, 'new' as v, 'q' as `zz: string\n`, "
+                      "'newc' as c union all select 1, 'old', 'q', 'old'"),
+        "f_comma": ("upsert", "sync_all_columns",
+                    "id bigint, v string, w string, `v: string, w` string",
+                    "(1, 'a', 'b', 'oldq')",
+                    "select cast(1 as bigint) as id, 'a' as v, 'b' as w, 'newq' as `v: string, w`"),
+    }
+    models = {}
+    for model, (strategy, change, columns, row, select) in cases.items():
+        db.sql(f"drop table if exists {s}.{model}")
+        db.sql(f"create table {s}.{model} ({columns}) using iceberg tblproperties "
+               "('write.merge.mode' = 'merge-on-read', 'write.update.mode' = 'merge-on-read', "
+               "'write.delete.mode' = 'merge-on-read')")
+        db.sql(f"insert into {s}.{model} values {row}")
+        models[model] = ({"schema": s, "unique_key": "id", "strategy": strategy,
+                          "on_schema_change": change, "file_format": "iceberg",
+                          "tblproperties": MOR}, select)
+    root = project(db, tmp_path, "plan_reads_names", models)
+    run = run_dbt(["run"], root, "spark", PROFILES_DIR)
+    assert "1 inserted, 0 updated, 0 deleted, 1 unchanged, 2 total" in message(run, "f_newline"), (
+        message(run, "f_newline"))
+    assert [tuple(r) for r in db.sql(f"select id, v, c from {s}.f_newline order by id")] == [
+        (1, "old", "old"), (2, "new", "newc")]
+    assert "0 inserted, 1 updated, 0 deleted, 0 unchanged, 1 total" in message(run, "f_comma"), (
+        message(run, "f_comma"))
+    assert [tuple(r) for r in db.sql(f"select * from {s}.f_comma")] == [(1, "a", "b", "newq")]
