@@ -46,19 +46,17 @@
   {% if rebuild %}
     {#-- a build reads the SELECT in one CREATE TABLE AS, which takes any SELECT --#}
     {% do dbt_merge.create_work_relation(relations.stage, sql, materialize=not check_after_build) %}
-    {% set staged, staged_copy = {'copy': none, 'bytes': none, 'session': none, 'columns': none}, none %}
+    {% set staged, staged_copy = {'copy': none, 'bytes': none, 'session': none}, none %}
   {% else %}
     {% set staged = dbt_merge.stage_select(relations.stage, sql, materialize=true, target=existing,
                                            views=cfg if views_with_stage else none) %}
     {% set staged_copy = staged['copy'] %}
   {% endif %}
-  {% set source_columns = staged.get('columns') or dbt_merge.relation_columns(relations.stage) %}
+  {% set source_columns = dbt_merge.relation_columns(relations.stage) %}
 
   {#-- plan: the schema change (made only just before the write) and the columns to compare --#}
   {% set schema = none %}
   {% if not rebuild %}
-    {#- the soft-delete columns the SELECT lacks are columns it brings (build_merge_plan adds
-        them): added to a table without them, kept as they are in a table with them -#}
     {#- reloaded and read after the SELECT is staged (not with how it is stored, read before the
         hooks): a commit another writer made meanwhile is the state the run counts and writes
         (red team helper-56: read once before, such a commit refused the run, or failed it with
@@ -68,6 +66,8 @@
     {% set described = dbt_merge.described_target(existing) %}
     {% set target_columns = described.columns %}
     {% set target_names = target_columns | map(attribute='name') | list %}
+    {#- the soft-delete columns the SELECT lacks are columns it brings (build_merge_plan adds
+        them): added to a table without them, kept as they are in a table with them -#}
     {% set brought = source_columns | list %}
     {% for extra in dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list, target_columns) %}
       {% set kept = dbt_merge._column_named(extra.column.name, target_columns) %}
