@@ -46,13 +46,14 @@
   {% if rebuild %}
     {#-- a build reads the SELECT in one CREATE TABLE AS, which takes any SELECT --#}
     {% do dbt_merge.create_work_relation(relations.stage, sql, materialize=not check_after_build) %}
-    {% set staged, staged_copy = {'copy': none, 'bytes': none, 'session': none}, none %}
+    {% set staged, staged_copy = {'copy': none, 'bytes': none, 'session': none, 'columns': none}, none %}
   {% else %}
     {% set staged = dbt_merge.stage_select(relations.stage, sql, materialize=true, target=existing,
                                            views=cfg if views_with_stage else none) %}
     {% set staged_copy = staged['copy'] %}
   {% endif %}
-  {% set source_columns = dbt_merge.relation_columns(relations.stage) %}
+  {#- as the staged view's plan says them exactly (stage_select), else `describe table` -#}
+  {% set source_columns = staged.get('columns') or dbt_merge.relation_columns(relations.stage) %}
 
   {#-- plan: the schema change (made only just before the write) and the columns to compare --#}
   {% set schema = none %}

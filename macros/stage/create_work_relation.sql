@@ -226,7 +226,7 @@
     {% do dbt_merge.check_upstream_views(select_sql, views, target) %}
   {% endif %}
   {% do dbt_merge.create_work_relation(relation, select_sql, materialize) %}
-  {{ return({'copy': none, 'bytes': none, 'session': none}) }}
+  {{ return({'copy': none, 'bytes': none, 'session': none, 'columns': none}) }}
 {% endmacro %}
 
 {% macro spark__stage_select(relation, select_sql, materialize, target=none, views=none) %}
@@ -246,6 +246,9 @@
         the cache and anything else: a refusal leaves nothing (raise_merge_error drops the view) -#}
     {% do dbt_merge.check_upstream_views(select_sql, views, target, view_plan) %}
   {% endif %}
+  {#- the SELECT's columns as the same plan prints them, where that text says them exactly
+      (_plan_columns); else relation_columns reads them (`describe table`) -#}
+  {% set columns = dbt_merge._plan_columns(view_plan) %}
   {% if materialize %}
     {% do dbt_merge.run_statement('cache lazy table ' ~ relation) %}
   {% endif %}
@@ -274,7 +277,7 @@
       {% do dbt_merge.run_statement('uncache table if exists ' ~ relation) %}
       {% do dbt_merge.cache_lazy(relation) %}
     {% endif %}
-    {{ return({'copy': none, 'bytes': bytes, 'session': session}) }}
+    {{ return({'copy': none, 'bytes': bytes, 'session': session, 'columns': columns}) }}
   {% endif %}
   {% if target is not none %}
     {#- the probe failed analysis (a non-deterministic SELECT): the target asked alone -#}
@@ -307,7 +310,69 @@
       'dbt_merge_work_table') %}
   {% do dbt_merge.drop_work_relation(relation, materialize) %}
   {% do dbt_merge.create_work_relation(relation, 'select * from ' ~ copy, materialize) %}
-  {{ return({'copy': copy, 'bytes': none, 'session': none}) }}
+  {{ return({'copy': copy, 'bytes': none, 'session': none, 'columns': none}) }}
+{% endmacro %}
+
+{#- Spark: the columns of a view (dbt Columns) from the text of EXPLAIN EXTENDED of its rows
+    (`select * from v limit 0`, _view_plan_is_stored's): the analyzed section's first line,
+    `name: type, ...` (each attribute's name and simpleString, as DESCRIBE TABLE of the view gives
+    them: char and varchar print as string in both). Spark prints a name as it is, so a name can
+    forge that line: `a, b: int` reads as two columns, a newline ends the line early (red team
+    helper-56: a column skipped, not added, or dropped by sync_all_columns, the run reported
+    done), and a name holding line breaks can print the lines below it too (helper-57: the
+    schema, GlobalLimit, LocalLimit and Project lines all forged). So the line is taken only
+    where the plan's next lines are `GlobalLimit 0`, `LocalLimit 0` and `Project [a#1, b#2L,
+    ...]` (one line, closed) whose attributes are the same names in the same order, each a plain
+    identifier (letters, digits, _) with its id, and where everything after the optimized
+    plan's header is, to the character, what those attributes give (`LocalRelation <empty>,
+    [a#1, b#2L]` and `LocalTableScan <empty>, [...]`): Spark prints every attribute there as it
+    is, so a name that is not a plain identifier shows there whatever it forged above, and the
+    headers, each printed once, cannot be forged. Every type atomic (no struct, map or array,
+    whose field names may hold anything and whose text Spark cuts at
+    spark.sql.debug.maxToStringFields; no interval), no `... N more fields` (a longer list is cut
+    the same way), no name twice (in any case), one analyzed section; else none, and the caller
+    asks DESCRIBE. -#}
+{% macro _plan_columns(text) %}
+  {% set head = '== Analyzed Logical Plan ==\n' %}
+  {% if text is none or text.count(head) != 1 %}
+    {{ return(none) }}
+  {% endif %}
+  {% set lines = text.split(head, 1)[1].split('\n') %}
+  {% if lines | length < 4 or lines[1] != 'GlobalLimit 0' or lines[2] != '+- LocalLimit 0' %}
+    {{ return(none) }}
+  {% endif %}
+  {% set project = modules.re.match('^   \\+- Project \\[(.*)\\]$', lines[3]) %}
+  {% if project is none %}
+    {{ return(none) }}
+  {% endif %}
+  {% set attributes = [] %}
+  {% for piece in project.group(1).split(', ') %}
+    {% set found = modules.re.match('^([A-Za-z_][A-Za-z0-9_]*)#[0-9]+L?$', piece) %}
+    {% if found is none %}
+      {{ return(none) }}
+    {% endif %}
+    {% do attributes.append(found.group(1)) %}
+  {% endfor %}
+  {% set columns = [] %}
+  {% for piece in lines[0].split(', ') %}
+    {% set found = modules.re.match('^([A-Za-z_][A-Za-z0-9_]*): ([a-z_][a-z0-9_]*(\\([0-9]+(,[0-9]+)?\\))?)$', piece) %}
+    {% if found is none %}
+      {{ return(none) }}
+    {% endif %}
+    {% do columns.append(api.Column.create(found.group(1), found.group(2))) %}
+  {% endfor %}
+  {% set names = columns | map(attribute='name') | list %}
+  {% if names != attributes or (names | map('lower') | unique | list | length) != names | length %}
+    {{ return(none) }}
+  {% endif %}
+  {#- the rest of the text is what these attributes give, to the character: the empty relation
+      of a LIMIT 0 prints every attribute again, a forged name included, as it is -#}
+  {% set optimized, physical = '== Optimized Logical Plan ==', '== Physical Plan ==' %}
+  {% set rest = 'LocalRelation <empty>, [' ~ project.group(1) ~ ']\n\n' ~ physical ~ '\nLocalTableScan <empty>, [' ~ project.group(1) ~ ']' %}
+  {% if text.count(optimized) != 1 or text.count(physical) != 1 or (text.split(optimized, 1)[1] | trim) != rest %}
+    {{ return(none) }}
+  {% endif %}
+  {{ return(columns if columns else none) }}
 {% endmacro %}
 
 {#- Spark: the estimated size of a staged SELECT (bytes) from which its cache is kept without

@@ -3,9 +3,11 @@ helper-56 and helper-57):
 
 - the views the SELECT reads are read from the plan of its staged view, which the pin check
   reads anyway (no EXPLAIN of the SELECT of its own): test_empty_increment's statement counts;
-- not the SELECT's columns: read from that plan's text, a column name holding line breaks forged
-  the lines read (a value not written, a column dropped by sync_all_columns, types widened, the
-  run reported done); DESCRIBE TABLE reads them, and these names merge as described;
+- the SELECT's columns from that plan's text (_plan_columns), only where the text says them
+  exactly: against DESCRIBE TABLE of the same view for names and types users give, and names
+  that forge the lines read (helper-56: `a, b: int`; helper-57: line breaks printing a whole
+  plan prefix; a value not written, a column dropped or widened by sync_all_columns, the run
+  reported done), which merge as described;
 - not the target's columns and properties with how the table is stored: read after the SELECT is
   staged, so that a commit another writer or a pre-hook makes before then is the state the run
   counts and writes (read once before, such a commit refused the run, or failed it with Spark's
@@ -16,12 +18,83 @@ from __future__ import annotations
 
 import pytest
 from dbt_helpers import run_dbt
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from .harness import PROFILES_DIR
 from .scenario import message, project
 
 MOR = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
        "write.delete.mode": "merge-on-read"}
+
+
+#: (SQL expression, type) pairs of the SELECTs' columns: atomic types, and ones whose text the
+#: plan does not print exactly (nested types, intervals)
+EXPRESSIONS = [
+    ("cast(1 as bigint)", "bigint"), ("cast(1 as int)", "int"), ("'x'", "string"),
+    ("cast(1.5 as decimal(12,3))", "decimal(12,3)"), ("cast(1 as double)", "double"),
+    ("current_date()", "date"), ("current_timestamp()", "timestamp"),
+    ("cast(null as timestamp_ntz)", "timestamp_ntz"), ("cast('a' as varchar(4))", "string"),
+    ("cast('a' as char(3))", "string"), ("cast(null as binary)", "binary"), ("true", "boolean"),
+    ("named_struct('a, b', 1, 'c: d', 'x')", None), ("array(1, 2)", None),
+    ("map('k', 1)", None), ("interval '1' day", None), ("interval '1-2' year to month", None),
+    ("cast(null as void)", "void"),
+]
+
+NAMES = st.one_of(
+    st.from_regex(r"[a-z_][a-z0-9_]{0,8}", fullmatch=True),
+    st.sampled_from(["a b", "a, b", "c: d", "#note", "Ünï", "x`y", "sel ect", "ID", "Id2", "1x",
+                     "a:b", "name: string", "more fields", "v", "w", "c",
+                     # red team helper-56: names that forge the plan's schema line
+                     "v: string, w", "zz: string\n", "v: string\nx", "x: bigint\n: string, c",
+                     "v#1, w", "w#7L]", "v: string, w: string",
+                     # helper-57: a name forging the schema line and the plan lines below it
+                     "id: bigint, v: string\nGlobalLimit 0\n+- LocalLimit 0\n"
+                     "   +- Project [id#1L, v#2]\nx",
+                     "a: int\nGlobalLimit 0\n+- LocalLimit 0\n   +- Project [a#0]\n\n"
+                     "== Optimized Logical Plan ==\nLocalRelation <empty>, [a#0]"]),
+)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+@pytest.mark.spark
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(columns=st.lists(st.tuples(NAMES, st.sampled_from(EXPRESSIONS)), min_size=1, max_size=30,
+                        unique_by=lambda c: c[0].lower()))
+def test_the_columns_read_from_a_plan_are_describes_or_none(spark, columns):
+    from types import SimpleNamespace
+
+    from dbt_merge.render import Column, MacroContext
+
+    def query(sql):
+        frame = spark.sql(sql)
+        return frame.columns, [tuple(r) for r in frame.collect()]
+
+    def fail(text):
+        raise AssertionError(text)
+
+    macros = MacroContext({}, query, fail, engine="spark",
+                          context={"api": SimpleNamespace(Column=SimpleNamespace(create=Column))})
+    select = "select " + ", ".join(f"{expr} as {_quoted(name)}" for name, (expr, _) in columns)
+    spark.conf.set("spark.sql.legacy.storeAnalyzedPlanForView", "true")
+    try:
+        spark.sql(f"create or replace temporary view plan_reads_v as {select}")
+    finally:
+        spark.conf.unset("spark.sql.legacy.storeAnalyzedPlanForView")
+    text = "\n".join(r[0] for r in spark.sql(
+        "explain extended select * from plan_reads_v limit 0").collect())
+    described = [(r[0], r[1]) for r in spark.sql("describe table plan_reads_v").collect()]
+    read = macros.get("_plan_columns")(text)
+    if read is not None:
+        assert [(c.column, c.data_type) for c in read] == described, select
+    simple = (len(columns) <= 25 and all(t is not None for _, (_, t) in columns)
+              and all(n.replace("_", "a").isalnum() and n.isascii() and not n[0].isdigit()
+                      for n, _ in columns))
+    # where the text says the columns exactly, they are read from it (no DESCRIBE)
+    assert (read is not None) == simple, (select, text.split("\n== Optimized")[0])
 
 
 @pytest.mark.spark
