@@ -59,12 +59,16 @@
   {% if read.unreadable %}
     {{ dbt_merge.raise_merge_error(dbt_merge._unreadable_plan_message(read.unreadable)) }}
   {% endif %}
-  {% set cached = dbt_merge.views_read_as_tables(read.tables) %}
+  {% set upstream = dbt_merge._upstream_view_models() %}
+  {#- the metastore's views asked once per schema for both lookups (the tables the plan reads,
+      the views it and the upstream models read): one SHOW TABLE EXTENDED fewer where a schema
+      holds both -#}
+  {% set listed = dbt_merge._catalog_views_by_schema(read.tables + read.views + upstream) %}
+  {% set cached = dbt_merge.views_read_as_tables(read.tables, listed) %}
   {% if cached %}
     {{ dbt_merge.raise_merge_error(dbt_merge.cached_tables_message(cached, read.reader)) }}
   {% endif %}
-  {% set upstream = dbt_merge._upstream_view_models() %}
-  {% set stale = dbt_merge.replaced_iceberg_views(read.views + upstream) %}
+  {% set stale = dbt_merge.replaced_iceberg_views(read.views + upstream, listed) %}
   {% if stale %}
     {{ dbt_merge.raise_merge_error(dbt_merge.stale_views_message(stale, read.reader)) }}
   {% endif %}
@@ -95,14 +99,14 @@
     still holds a table of that name that was dropped (spark.sql.catalog.spark_catalog.cache-enabled,
     30 s by default), and Spark reads the dropped table's rows, not the view. One SHOW TABLE
     EXTENDED per schema. -#}
-{% macro views_read_as_tables(tables) %}
+{% macro views_read_as_tables(tables, listed=none) %}
   {% set schemas = {} %}
   {% for table in tables %}
     {% do schemas.setdefault(table.schema | lower, []).append(table) %}
   {% endfor %}
   {% set found = [] %}
   {% for wanted in schemas.values() %}
-    {% for view in dbt_merge.catalog_views(wanted[0].schema, wanted | map(attribute='name') | list) %}
+    {% for view in dbt_merge._views_named(wanted[0].schema, wanted | map(attribute='name') | list, listed) %}
       {% do found.append({'schema': wanted[0].schema, 'name': view.name}) %}
     {% endfor %}
   {% endfor %}
@@ -365,14 +369,14 @@
 {#- Of `views` ([{schema, name, shown, upstream}]; a name may be a SHOW TABLES pattern), those
     the metastore registers as Iceberg views with a second version written since they were
     created, each once, with the name the metastore has: one SHOW TABLE EXTENDED per schema. -#}
-{% macro replaced_iceberg_views(views) %}
+{% macro replaced_iceberg_views(views, listed=none) %}
   {% set schemas = {} %}
   {% for view in views %}
     {% do schemas.setdefault(view.schema | lower, []).append(view) %}
   {% endfor %}
   {% set stale = [] %}
   {% for wanted in schemas.values() %}
-    {% for found in dbt_merge.catalog_views(wanted[0].schema, wanted | map(attribute='name') | list) if found.replaced %}
+    {% for found in dbt_merge._views_named(wanted[0].schema, wanted | map(attribute='name') | list, listed) if found.replaced %}
       {% set given = [] %}
       {% for view in wanted if modules.re.fullmatch('(?i)' ~ (view.name | replace('*', '.*')), found.name) %}
         {% do given.append(view) %}
@@ -384,6 +388,44 @@
     {% endfor %}
   {% endfor %}
   {{ return(stale) }}
+{% endmacro %}
+
+{#- catalog_views of every schema of `relations` ([{schema, name}]), all their names asked in one
+    SHOW TABLE EXTENDED per schema: {schema in lower case: [found]}, for _views_named. -#}
+{% macro _catalog_views_by_schema(relations) %}
+  {% set schemas = {} %}
+  {% for relation in relations %}
+    {% do schemas.setdefault(relation.schema | lower, []).append(relation) %}
+  {% endfor %}
+  {% set listed = {} %}
+  {% for key, wanted in schemas.items() %}
+    {% do listed.update({key: dbt_merge.catalog_views(wanted[0].schema, wanted | map(attribute='name') | list)}) %}
+  {% endfor %}
+  {{ return(listed) }}
+{% endmacro %}
+
+{#- catalog_views(schema, names), from `listed` (_catalog_views_by_schema, which asked for these
+    names and maybe others of the schema) when it holds the schema: those whose names match
+    `names` as catalog_views matches them; else asked now. -#}
+{% macro _views_named(schema, names, listed=none) %}
+  {% if listed is none or (schema | lower) not in listed %}
+    {{ return(dbt_merge.catalog_views(schema, names)) }}
+  {% endif %}
+  {% set patterns = [] %}
+  {% for name in names %}
+    {% set pattern = modules.re.sub('[^A-Za-z0-9_*]+', '*', name | string) %}
+    {% if pattern not in patterns %}{% do patterns.append(pattern) %}{% endif %}
+  {% endfor %}
+  {% set matching = '(?i)(' ~ patterns | map('replace', '*', '.*') | join('|') ~ ')' %}
+  {{ return(dbt_merge._matching_views(listed[schema | lower], matching)) }}
+{% endmacro %}
+
+{% macro _matching_views(found, matching) %}
+  {% set kept = [] %}
+  {% for view in found if modules.re.fullmatch(matching, view.name) %}
+    {% do kept.append(view) %}
+  {% endfor %}
+  {{ return(kept) }}
 {% endmacro %}
 
 {#- The views of `schema` whose names match `names` (names, or SHOW TABLES patterns with `*`), as

@@ -241,3 +241,42 @@ def test_column_names_that_forge_the_plan_are_merged_as_described(db, tmp_path):
     assert "0 inserted, 1 updated, 0 deleted, 0 unchanged, 1 total" in message(run, "f_comma"), (
         message(run, "f_comma"))
     assert [tuple(r) for r in db.sql(f"select * from {s}.f_comma")] == [(1, "a", "b", "newq")]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("db", ["spark"], indirect=True)
+def test_one_metastore_lookup_per_schema_for_views_and_tables(db, tmp_path):
+    """A SELECT reading a view and a table of one schema: the metastore is asked once for that
+    schema (both the stale-view lookup and the dropped-table lookup read it), and a view
+    replaced since it was created is still refused, the target as it was."""
+    s = "plan_reads_show"
+    db.engine.setup(s)
+    db.sql(f"drop view if exists {s}.src_v")
+    db.sql(f"drop table if exists {s}.src_t")
+    db.sql(f"create table {s}.src_t (id bigint, name string) using iceberg")
+    db.sql(f"insert into {s}.src_t values (1, 'a'), (2, 'b')")
+    db.sql(f"create view {s}.src_v as select id, name from {s}.src_t where id = 1")
+    db.sql(f"drop table if exists {s}.one")
+    db.sql(f"create table {s}.one (id bigint, name string) using iceberg")
+    db.sql(f"insert into {s}.one values (1, 'x')")
+    models = {"one": ({"schema": s, "unique_key": "id", "file_format": "iceberg"},
+                      f"select id, name from {s}.src_v union all "
+                      f"select id, name from {s}.src_t where id = 2")}
+    root = project(db, tmp_path, "plan_reads_show", models)
+    shows = []
+
+    def collect(event) -> None:
+        if (event.info.name == "SQLQuery" and event.data.node_info
+                and "show table extended in `" in event.data.sql.lower()):
+            # the package's lookups (dbt-spark's own listing of the schema is `like '*'`)
+            shows.append(event.data.sql)
+
+    run = run_dbt(["run"], root, "spark", PROFILES_DIR, callbacks=[collect])
+    assert "1 inserted, 1 updated, 0 deleted, 0 unchanged, 2 total" in message(run, "one"), (
+        message(run, "one"))
+    assert len(shows) == 1, [" ".join(q.split()[-8:]) for q in shows]
+    db.sql(f"create or replace view {s}.src_v as select id, name from {s}.src_t where id = 2")
+    before = [tuple(r) for r in db.sql(f"select id, name from {s}.one order by id")]
+    run = run_dbt(["run"], root, "spark", PROFILES_DIR)
+    assert f"reads {s}.src_v, an Iceberg view replaced" in message(run, "one"), message(run, "one")
+    assert [tuple(r) for r in db.sql(f"select id, name from {s}.one order by id")] == before
