@@ -411,12 +411,7 @@
   {% if listed is none or (schema | lower) not in listed %}
     {{ return(dbt_merge.catalog_views(schema, names)) }}
   {% endif %}
-  {% set patterns = [] %}
-  {% for name in names %}
-    {% set pattern = modules.re.sub('[^A-Za-z0-9_*]+', '*', name | string) %}
-    {% if pattern not in patterns %}{% do patterns.append(pattern) %}{% endif %}
-  {% endfor %}
-  {% set matching = '(?i)(' ~ patterns | map('replace', '*', '.*') | join('|') ~ ')' %}
+  {% set matching = '(?i)(' ~ dbt_merge._name_patterns(names) | map('replace', '*', '.*') | join('|') ~ ')' %}
   {{ return(dbt_merge._matching_views(listed[schema | lower], matching)) }}
 {% endmacro %}
 
@@ -428,18 +423,24 @@
   {{ return(kept) }}
 {% endmacro %}
 
+{#- `names` (names, or SHOW TABLES patterns with `*`) as SHOW TABLES patterns, each once:
+    metastore names are letters, digits and _, so anything else can only match as a wildcard. -#}
+{% macro _name_patterns(names) %}
+  {% set patterns = [] %}
+  {% for name in names %}
+    {% set pattern = modules.re.sub('[^A-Za-z0-9_*]+', '*', name | string) %}
+    {% if pattern not in patterns %}{% do patterns.append(pattern) %}{% endif %}
+  {% endfor %}
+  {{ return(patterns) }}
+{% endmacro %}
+
 {#- The views of `schema` whose names match `names` (names, or SHOW TABLES patterns with `*`), as
     the metastore holds them now, from one SHOW TABLE EXTENDED (a name that is not there is no
     error): [{name, iceberg: an Iceberg view, replaced: one with a second version}]. Temporary
     views and tables are left out. The properties are read from the line Spark prints them on;
     their values may be redacted (spark.sql.redaction.options.regex), their names are not. -#}
 {% macro catalog_views(schema, names) %}
-  {% set patterns = [] %}
-  {% for name in names %}
-    {#- metastore names are letters, digits and _: anything else can only match as a wildcard -#}
-    {% set pattern = modules.re.sub('[^A-Za-z0-9_*]+', '*', name | string) %}
-    {% if pattern not in patterns %}{% do patterns.append(pattern) %}{% endif %}
-  {% endfor %}
+  {% set patterns = dbt_merge._name_patterns(names) %}
   {% set matching = '(?i)(' ~ patterns | map('replace', '*', '.*') | join('|') ~ ')' %}
   {% set found = [] %}
   {% for row in dbt_merge.run_sql('show table extended in ' ~ dbt_merge.quote_identifier(schema)

@@ -28,6 +28,23 @@ MOR = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read"
        "write.delete.mode": "merge-on-read"}
 
 
+#: the Iceberg kinds of a table the write-once branch (merge-on-read, format 3) and the passes
+#: (copy-on-write) write
+KINDS = {"mor": MOR, "cow": {}, "v3": {"format-version": "3"}}
+
+
+def _iceberg_tables(db, table_prefix: str, values: str) -> None:
+    """One table `<table_prefix><kind>` (id bigint, name string) of each of KINDS, holding
+    `values`."""
+    for kind, props in KINDS.items():
+        table = f"{table_prefix}{kind}"
+        db.sql(f"drop table if exists {table}")
+        tbl = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
+        db.sql(f"create table {table} (id bigint, name string) using iceberg"
+               + (f" tblproperties ({tbl})" if tbl else ""))
+        db.sql(f"insert into {table} values {values}")
+
+
 #: (SQL expression, type) pairs of the SELECTs' columns: atomic types, and ones whose text the
 #: plan does not print exactly (nested types, intervals)
 EXPRESSIONS = [
@@ -110,15 +127,10 @@ def test_a_pre_hook_that_commits_to_the_table_is_seen(db, tmp_path):
     writer's commit."""
     s = "plan_reads_hooks"
     db.engine.setup(s)
-    kinds = {"mor": MOR, "cow": {}, "v3": {"format-version": "3"}}
+    kinds = KINDS
+    _iceberg_tables(db, f"{s}.h_", ", ".join(f"({k}, 'v{k}')" for k in range(10)))
     models = {}
     for kind, props in kinds.items():
-        table = f"{s}.h_{kind}"
-        db.sql(f"drop table if exists {table}")
-        tbl = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
-        db.sql(f"create table {table} (id bigint, name string) using iceberg"
-               + (f" tblproperties ({tbl})" if tbl else ""))
-        db.sql(f"insert into {table} values " + ", ".join(f"({k}, 'v{k}')" for k in range(10)))
         models[f"h_{kind}"] = (
             {"schema": s, "unique_key": "id", "file_format": "iceberg", "tblproperties": props,
              "pre_hook": "delete from {{ this }} where id = 0"},
@@ -149,15 +161,10 @@ def test_another_writers_commit_before_the_stage_is_counted(db, tmp_path):
     refused the run as another writer's commit and copy-on-write failed with Spark's raw error."""
     s = "plan_reads_race"
     db.engine.setup(s)
-    kinds = {"mor": MOR, "cow": {}, "v3": {"format-version": "3"}}
+    kinds = KINDS
+    _iceberg_tables(db, f"{s}.w_", "(1, 'a'), (2, 'b'), (3, 'c')")
     models = {}
     for kind, props in kinds.items():
-        table = f"{s}.w_{kind}"
-        db.sql(f"drop table if exists {table}")
-        tbl = ", ".join(f"'{k}' = '{v}'" for k, v in props.items())
-        db.sql(f"create table {table} (id bigint, name string) using iceberg"
-               + (f" tblproperties ({tbl})" if tbl else ""))
-        db.sql(f"insert into {table} values (1, 'a'), (2, 'b'), (3, 'c')")
         models[f"w_{kind}"] = (
             {"schema": s, "unique_key": "id", "file_format": "iceberg", "tblproperties": props},
             "select cast(id as bigint) as id, name from values (2, 'b'), (4, 'd') as t(id, name)")
