@@ -55,6 +55,19 @@ if "ICEBERG_JAR" not in os.environ:
     )
 
 
+@pytest.fixture
+def write_once(monkeypatch):
+    """The write-once path (a merge into a merge-on-read or format-3 Iceberg table written into a
+    branch of the run and counted from its commit), which a dbt project asks for with the var
+    `dbt_merge_commit_counts: true`: set for every project reliability.scenario.project makes in
+    the test, and for the Python doors (render._VARS)."""
+    from dbt_merge import render
+    from reliability import scenario
+
+    monkeypatch.setitem(render._VARS, "dbt_merge_commit_counts", True)
+    monkeypatch.setitem(scenario.PROJECT_VARS, "dbt_merge_commit_counts", True)
+
+
 @pytest.fixture(scope="session")
 def state_dir() -> Path:
     return _STATE

@@ -921,12 +921,14 @@ def test_properties_read_with_the_columns_can_be_neither_forged_nor_hidden(spark
 
 
 @pytest.mark.spark
+@pytest.mark.usefixtures("write_once")
 def test_a_merge_reads_only_the_target_files_its_keys_can_match(spark):
-    """Issue 37: a MERGE's ON clause carries the SELECT's range of each integer key (read by the
-    source check), which Spark pushes into the target's scan: only the files whose statistics
-    overlap it are read. Shown by the data files of keys 0-99 deleted from disk after the keys were
-    verified: a steady-state merge-on-read run of keys 150-204 never opens them (without the range,
-    its MERGE fails reading a missing file) and merges exactly."""
+    """A MERGE into the run's branch (the write-once path) carries the SELECT's range of each
+    integer key (read by the source check) in its ON clause, which Spark pushes into the
+    target's scan: only the files whose statistics overlap it are read. Shown by the data files
+    of keys 0-99 deleted from disk after the keys were verified: a steady-state merge-on-read run
+    of keys 150-204 never opens them (without the range, its MERGE fails reading a missing file)
+    and merges exactly. (A MERGE INTO the table itself, the passes', takes no range: see below.)"""
     from dbt_merge.spark import merge_dataframe
 
     spark.sql(f"create database if not exists {SCHEMA}")
@@ -1487,3 +1489,54 @@ def test_a_refused_overwrite_after_a_column_was_added_says_the_column_stays(spar
     spark.sql(f"refresh table {table}")
     assert _rows(spark, table) == [(1, "a", 1, None), (2, "b", 1, None), (3, "c", 1, None),
                                    (9, "other", 9, None)]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("props", [
+    "'write.merge.mode' = 'merge-on-read', 'write.update.mode' = 'merge-on-read', "
+    "'write.delete.mode' = 'merge-on-read'",
+    "'format-version' = '3', 'write.merge.mode' = 'merge-on-read'",
+    "'write.merge.mode' = 'merge-on-read', 'write.update.mode' = 'merge-on-read', "
+    "'write.delete.mode' = 'merge-on-read', 'write.merge.isolation-level' = 'snapshot'",
+    "'format-version' = '3', 'write.merge.isolation-level' = 'snapshot'"],
+    ids=["mor", "v3", "mor_snapshot_isolation", "v3_snapshot_isolation"])
+def test_another_applications_append_between_the_counts_and_the_write(spark, props, request):
+    """Merge-on-read and format-3 tables take the passes by default: another application (a
+    session of its own catalog cache, committing from another thread) appends a key the SELECT
+    inserts too, after the counts and before the MERGE. Refused with the package's message, the
+    table as the other writer left it: by Iceberg's check of the MERGE (serializable isolation,
+    the default), or, for a table set to snapshot isolation, which Iceberg does not check
+    against appends, by the write-once path such a table takes (red team helper-60: the passes
+    merged over the append, key 12 twice, and reported success)."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+    from dbt_merge.spark import session as spark_session
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.other_application_{request.node.callspec.id}"
+    spark.sql(f"drop table if exists {table}")
+    spark.sql(f"create table {table} (id int, name string, updated_at int) using iceberg "
+              f"tblproperties ({props})")
+    spark.sql(f"insert into {table} select cast(id as int), 'old', 1 from range(1, 11)")
+    other = spark.newSession()
+    pending = [f"insert into {table} values (12, 'other', 0)"]
+    original = spark_session.SparkRunner.statement
+
+    def statement(self, sql, _original=original):
+        words = " ".join(sql.split()).lower()
+        if pending and (words.startswith("merge into") or " create branch " in words):
+            # another thread: the call's commit mark is the JVM thread's, not this writer's
+            writer = threading.Thread(target=lambda: other.sql(pending.pop()).collect())
+            writer.start()
+            writer.join()
+        return _original(self, sql)
+
+    source = [(k, "new", 2) for k in (5, 6, 11, 12)]
+    try:
+        spark_session.SparkRunner.statement = statement
+        with pytest.raises(MergeError, match="another writer committed"):
+            merge_dataframe(spark.createDataFrame(source, COLUMNS), table, key_columns="id")
+    finally:
+        spark_session.SparkRunner.statement = original
+    assert not pending
+    spark.sql(f"refresh table {table}")
+    assert _rows(spark, table) == [(k, "old", 1) for k in range(1, 11)] + [(12, "other", 0)]

@@ -106,6 +106,11 @@ DOOR_WORDING: tuple[tuple[str, str], ...] = (
     ("run this model again", "merge again"),
     ("where dbt runs", "where the merge runs"),
 )
+#: dbt vars as the Python doors' macros read them: the Python API has no dbt vars, so every var
+#: takes its default. Not a setting for users: the tests put a var's other value here to reach
+#: the path a dbt project asks for with it (dbt_merge_commit_counts: the write-once path).
+_VARS: dict[str, Any] = {}
+
 _CONFIG_CALLS = (
     (re.compile(r"\bSet config\((\w+)=\.\.\.\) to one of them\.?"), r"Pass one of them as \1=..."),
     (re.compile(r"\bSet config\((\w+=[^()]*)\)"), r"Pass \1"),
@@ -317,7 +322,7 @@ class MacroContext:
             "log": lambda *args, **kwargs: "",
             "model": {"name": model_name},
             "execute": True,
-            "var": lambda name, default=None: default,  # the Python API has no dbt vars
+            "var": lambda name, default=None: _VARS.get(name, default),
             "modules": {"re": re, "datetime": datetime},
             "tojson": lambda value, sort_keys=False: json.dumps(value, sort_keys=sort_keys),
             "fromjson": lambda text, default=None: json.loads(text) if text else default,

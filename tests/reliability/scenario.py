@@ -75,6 +75,10 @@ def rows_sql(columns: str, rows: list[str]) -> str:
     )
 
 
+#: dbt vars of every project `project` makes (the write_once fixture sets one for its test)
+PROJECT_VARS: dict = {}
+
+
 def project(db: Db, tmp: Path, name: str, models: dict[str, tuple[dict, str]], yml=None) -> Path:
     """A project of merge models ({model: (config, select)}); Spark tables are Iceberg."""
     sqls = {}
@@ -83,7 +87,8 @@ def project(db: Db, tmp: Path, name: str, models: dict[str, tuple[dict, str]], y
         if db.dialect == "spark":
             cfg.setdefault("file_format", "iceberg")
         sqls[model] = model_sql(cfg, select)
-    root = make_project(tmp / f"{name}_{db.name}", f"{name}_{db.name}", sqls)
+    root = make_project(tmp / f"{name}_{db.name}", f"{name}_{db.name}", sqls,
+                        dict(PROJECT_VARS))
     if yml:
         (root / "models" / "schema.yml").write_text(yaml.safe_dump(yml, sort_keys=False))
     return root

@@ -36,7 +36,8 @@ from dbt_helpers import run_dbt
 from .harness import PROFILES_DIR
 from .scenario import message, project
 
-pytestmark = pytest.mark.spark
+#: the write-once path, which a project asks for (dbt_merge_commit_counts: true)
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("write_once")]
 
 DB = "branch_trust"
 MOR = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",

@@ -30,6 +30,9 @@ from .reference import Options
 from .reference import merge as reference_merge
 from .scenario import message, project
 
+#: the write-once path, which a project asks for (dbt_merge_commit_counts: true)
+pytestmark = pytest.mark.usefixtures("write_once")
+
 MOR = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
        "write.delete.mode": "merge-on-read"}
 KINDS = {

@@ -18,8 +18,10 @@ of the Spark cases' targets are merge-on-read Iceberg tables (merge_on_read: cre
 table properties, which the model's tblproperties also give the tables dbt builds), the others
 copy-on-write, and in-process about a third of each are of Iceberg's format version 3, half of
 those written at format 2 and then upgraded (files without row lineage); the reference is the
-same for all. Merges into merge-on-read and v3 tables write once into a branch
-and are counted from their commit (merge_on_branch) where the session allows it. Their
+same for all. Merges into merge-on-read and v3 tables take the passes, as every merge does by
+default; in-process, the projects run with `--threads 1` ask for the write-once path
+(dbt_merge_commit_counts: true: written once into a branch and counted from the commit,
+merge_on_branch, where the session allows it). Their
 full_merge cases are written a third each by MERGE INTO, by INSERT OVERWRITE (full_merge_write)
 and as full_merge_write='auto' picks.
 
@@ -296,8 +298,16 @@ def run_engine(engine, cases, tmp: Path, vars: dict | None = None) -> list[Failu
         groups[(case.mode, min(case.threads, engine.max_threads))].append(case)
     failures: list[Failure] = []
     for (mode, threads), group in sorted(groups.items()):
-        failures += run_group(engine, group, mode, threads, tmp, vars)
+        failures += run_group(engine, group, mode, threads, tmp, {**(vars or {}),
+                                                                  **write_once(engine, threads)})
     return failures
+
+
+def write_once(engine, threads: int) -> dict:
+    """The dbt vars of a group: in-process Spark projects run with one thread write once where
+    the table allows it (the path a project asks for with dbt_merge_commit_counts); the others,
+    and every other engine, take the default, the passes."""
+    return {"dbt_merge_commit_counts": True} if engine.name == "spark" and threads == 1 else {}
 
 
 def run_group(engine, cases: list[Case], mode: str, threads: int, tmp: Path,

@@ -205,7 +205,11 @@ def test_merge_dataframe_of_an_empty_dataframe(spark, kind):
 #: it is staged; no DESCRIBE of the view where the plan says the columns exactly: _plan_columns).
 #: (The target read once with how it is stored was undone: red team helper-56,
 #: test_plan_reads.py.)
-STATEMENTS = {"mor": 20, "cow": 14, "v3": 23, "parquet": 23}
+#: Since 2026-11-30 (round 18), merge-on-read and format 3 take the passes unless the project
+#: asks for the write-once path (dbt_merge_commit_counts): no branch made, refreshed, read,
+#: fast-forwarded and dropped, no keys record (mor -6, v3 -8; format 3 still reads the
+#: extensions before staging, for its copy-on-write MERGE).
+STATEMENTS = {"mor": 14, "cow": 14, "v3": 15, "parquet": 23}
 EMPTY_STATEMENTS = {"mor": 13, "cow": 13, "v3": 14, "parquet": 14}
 
 
@@ -227,11 +231,14 @@ def test_statements_of_a_steady_state_run(db, tmp_path):
             " as name from range(8, 12){% endif %}")
     root = project(db, tmp_path, "statement_counts", models)
     counted: dict[str, int] = {}
+    branched: set[str] = set()
 
     def collect(event) -> None:
         if event.info.name == "SQLQuery" and event.data.node_info:
             name = event.data.node_info.node_name
             counted[name] = counted.get(name, 0) + 1
+            if " create branch " in " ".join(event.data.sql.lower().split()):
+                branched.add(name)
 
     from pyspark.sql import SparkSession
 
@@ -240,6 +247,7 @@ def test_statements_of_a_steady_state_run(db, tmp_path):
     # the extensions (it prints ${spark.sql.extensions} as written): read with `set` instead
     for day, empty in ((1, False), (2, False), (3, True), (4, False)):
         counted.clear()
+        branched.clear()
         if day == 4:
             session.conf.set("spark.sql.variable.substitute", "false")
         try:
@@ -255,5 +263,6 @@ def test_statements_of_a_steady_state_run(db, tmp_path):
             want = ("0 inserted, 0 updated, 0 deleted, 0 unchanged, 12 total" if empty
                     else "0 inserted, 4 updated, 0 deleted, 0 unchanged, 12 total")
             assert want in message(run, model), (day, model, message(run, model))
-            extra = 1 if day == 4 and kind in ("mor", "v3") else 0
-            assert counted[model] <= budget[kind] + extra, (day, model, counted[model])
+            assert counted[model] <= budget[kind], (day, model, counted[model])
+        # by default no table kind writes once into a branch (dbt_merge_commit_counts unset)
+        assert not branched, (day, branched)
