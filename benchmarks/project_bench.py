@@ -1,0 +1,181 @@
+"""A pipeline of many small models in one `dbt run --threads 4`: ours against dbt-spark's `merge`.
+
+Most models of a dbt project on Spark are small increments (a thousand changed rows into a
+large table) or have nothing to merge today, so what a run costs per model, not per row,
+decides the pipeline's wall time. This benchmark makes `--models` Iceberg targets of
+`--rows` rows each (copy-on-write, merge-on-read and format 3 in turn), and for each of them a
+source: a 1,000-row increment (500 updates, 500 new keys, spread over the table), or, for every
+`--empty`-th model, no rows at all. Two projects read the same sources into copies of the same
+targets: one of `merge` models (`strategy='upsert'`), one of dbt-spark's incremental `merge`
+(`incremental_strategy='merge'`), both `unique_key='id'`, `file_format='iceberg'`, each with its
+table's properties. Each timed run is one `dbt run --threads N` of the whole project, wall time
+in this process (dbt-spark's `session` method: the threads share the SparkSession, as in a
+user's pipeline), every target restored to its pristine snapshot before the run; the two
+projects alternate, after one untimed run of each. Every run must succeed and leave each target
+with the expected rows (counted), else the benchmark stops.
+
+    python -m benchmarks.project_bench                        # 50 models of 200k rows, 3 reps
+    python -m benchmarks.project_bench --models 10 --rows 20000 --reps 1    # a quick look
+
+Writes a Markdown table (and the runs) to stdout and, with --out, to a folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from . import data
+from .project import MOR_PROPERTIES, REPO, SPARK_CONF, V3_PROPERTIES
+
+KINDS = {"cow": None, "mor": MOR_PROPERTIES, "v3": V3_PROPERTIES}
+METHODS = {
+    "ours": "materialized='merge', strategy='upsert'",
+    "dbt_spark": "materialized='incremental', incremental_strategy='merge'",
+}
+
+
+def model_names(models: int) -> list[str]:
+    return [f"m{i:03d}" for i in range(models)]
+
+
+def kind_of(i: int) -> str:
+    return list(KINDS)[i % len(KINDS)]
+
+
+def is_empty(i: int, every: int) -> bool:
+    return bool(every) and i % every == every - 1
+
+
+def write_projects(root: Path, models: int, threads: int) -> dict[str, Path]:
+    """One project per method, each with one model per target (source bench.pb_src_<model>)."""
+    projects = {}
+    for method, materialization in METHODS.items():
+        proj = root / method
+        (proj / "models").mkdir(parents=True, exist_ok=True)
+        (proj / "dbt_project.yml").write_text(yaml.safe_dump({
+            "name": f"pipeline_{method}", "version": "0.1.0", "config-version": 2,
+            "profile": "pipeline", "model-paths": ["models"],
+        }))
+        (proj / "packages.yml").write_text(yaml.safe_dump({"packages": [{"local": str(REPO)}]}))
+        output = {"type": "spark", "method": "session", "host": "NA", "schema": "bench",
+                  "threads": threads, "server_side_parameters": SPARK_CONF}
+        (proj / "profiles.yml").write_text(yaml.safe_dump(
+            {"pipeline": {"target": "spark", "outputs": {"spark": output}}}))
+        for i, name in enumerate(model_names(models)):
+            props = KINDS[kind_of(i)]
+            tbl = f", tblproperties={json.dumps(props)}" if props else ""
+            (proj / "models" / f"{name}.sql").write_text(
+                f"{{{{ config({materialization}, unique_key='id', file_format='iceberg', "
+                f"alias='pb_{method}_{name}'{tbl}) }}}}\n"
+                f"select * from bench.pb_src_{name}\n")
+        projects[method] = proj
+    return projects
+
+
+def invoke(proj: Path, args: list[str]):
+    from dbt.cli.main import dbtRunner
+
+    return dbtRunner().invoke([*args, "--project-dir", str(proj), "--profiles-dir", str(proj),
+                               "--target", "spark", "--quiet"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", type=int, default=50)
+    parser.add_argument("--rows", type=int, default=200_000, help="rows of each target")
+    parser.add_argument("--increment", type=int, default=1_000, help="rows of an increment")
+    parser.add_argument("--empty", type=int, default=5,
+                        help="every N-th model has an empty increment (0: none)")
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--out", type=Path, help="folder for results.md and runs.json")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
+    os.environ.setdefault("SPARK_STATE_DIR", str(Path(tempfile.mkdtemp()) / "spark"))
+
+    root = Path(tempfile.mkdtemp(prefix="project_bench_"))
+    projects = write_projects(root, args.models, args.threads)
+    from dbt_merge.spark.profile import load_target, spark_conf
+
+    from .engines import Spark
+
+    os.environ["DBT_PROFILES_DIR"] = str(projects["ours"])
+    engine = Spark(spark_conf(load_target(projects["ours"], "pipeline", "spark")))
+    pristine = data.target_table(args.rows)
+    if not engine.target_exists(pristine):
+        engine.create_target(pristine, data.target_select("spark", args.rows))
+    names = model_names(args.models)
+    expected = {}
+    inc = data.Increment(args.rows, args.increment)
+    for i, name in enumerate(names):
+        empty = is_empty(i, args.empty)
+        select = (data.target_select("spark", 0) if empty
+                  else data.increment_select("spark", inc))
+        engine.execute(f"drop table if exists bench.pb_src_{name}")
+        engine.create_table(f"pb_src_{name}", select)
+        expected[name] = args.rows + (0 if empty else args.increment - inc.matched)
+    for proj in projects.values():
+        if not invoke(proj, ["deps"]).success:
+            raise RuntimeError(f"dbt deps failed in {proj}")
+
+    def restore(method: str) -> None:
+        for i, name in enumerate(names):
+            engine.restore(f"pb_{method}_{name}", pristine, KINDS[kind_of(i)])
+
+    def run(method: str) -> float:
+        restore(method)
+        started = time.perf_counter()
+        res = invoke(projects[method], ["run", "--threads", str(args.threads)])
+        seconds = time.perf_counter() - started
+        results = list(getattr(res.result, "results", None) or [])
+        failed = [r.node.name for r in results if str(r.status) != "success"]
+        if not res.success or failed or len(results) != len(names):
+            raise RuntimeError(f"{method}: dbt run failed ({failed or res.exception})")
+        for name in names:
+            rows = engine.query(f"select count(*) from bench.pb_{method}_{name}")[0]
+            if rows != expected[name]:
+                raise RuntimeError(f"{method} {name}: {rows} rows, expected {expected[name]}")
+        return seconds
+
+    for method in METHODS:  # one untimed run each: the tables exist, the JVM is warm
+        run(method)
+    times: dict[str, list[float]] = {m: [] for m in METHODS}
+    for _ in range(args.reps):
+        for method in METHODS:
+            times[method].append(run(method))
+            print(f"{method}: {times[method][-1]:.2f} s", flush=True)
+    ours, theirs = (statistics.median(times[m]) for m in METHODS)
+    empties = sum(is_empty(i, args.empty) for i in range(args.models))
+    lines = [
+        f"{args.models} models ({args.models - empties} increments of {args.increment} rows, "
+        f"{empties} empty) into {args.rows}-row Iceberg tables (copy-on-write, merge-on-read, "
+        f"format 3 in turn), one `dbt run --threads {args.threads}`, wall time, median of "
+        f"{args.reps}:",
+        "",
+        "| method | seconds | runs | ratio |",
+        "|---|---:|---|---:|",
+        f"| ours (`merge`, upsert) | {ours:.1f} | "
+        f"{', '.join(f'{t:.1f}' for t in times['ours'])} | {ours / theirs:.2f}x |",
+        f"| dbt-spark `merge` | {theirs:.1f} | "
+        f"{', '.join(f'{t:.1f}' for t in times['dbt_spark'])} | 1.00x |",
+    ]
+    print("\n".join(lines))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "results.md").write_text("\n".join(lines) + "\n")
+        (args.out / "runs.json").write_text(json.dumps({"args": {
+            k: str(v) for k, v in vars(args).items()}, "times": times}, indent=1))
+    engine.spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
