@@ -100,12 +100,8 @@
     30 s by default), and Spark reads the dropped table's rows, not the view. One SHOW TABLE
     EXTENDED per schema. -#}
 {% macro views_read_as_tables(tables, listed=none) %}
-  {% set schemas = {} %}
-  {% for table in tables %}
-    {% do schemas.setdefault(table.schema | lower, []).append(table) %}
-  {% endfor %}
   {% set found = [] %}
-  {% for wanted in schemas.values() %}
+  {% for wanted in dbt_merge._by_schema(tables).values() %}
     {% for view in dbt_merge._views_named(wanted[0].schema, wanted | map(attribute='name') | list, listed) %}
       {% do found.append({'schema': wanted[0].schema, 'name': view.name}) %}
     {% endfor %}
@@ -370,12 +366,8 @@
     the metastore registers as Iceberg views with a second version written since they were
     created, each once, with the name the metastore has: one SHOW TABLE EXTENDED per schema. -#}
 {% macro replaced_iceberg_views(views, listed=none) %}
-  {% set schemas = {} %}
-  {% for view in views %}
-    {% do schemas.setdefault(view.schema | lower, []).append(view) %}
-  {% endfor %}
   {% set stale = [] %}
-  {% for wanted in schemas.values() %}
+  {% for wanted in dbt_merge._by_schema(views).values() %}
     {% for found in dbt_merge._views_named(wanted[0].schema, wanted | map(attribute='name') | list, listed) if found.replaced %}
       {% set given = [] %}
       {% for view in wanted if modules.re.fullmatch('(?i)' ~ (view.name | replace('*', '.*')), found.name) %}
@@ -393,12 +385,8 @@
 {#- catalog_views of every schema of `relations` ([{schema, name}]), all their names asked in one
     SHOW TABLE EXTENDED per schema: {schema in lower case: [found]}, for _views_named. -#}
 {% macro _catalog_views_by_schema(relations) %}
-  {% set schemas = {} %}
-  {% for relation in relations %}
-    {% do schemas.setdefault(relation.schema | lower, []).append(relation) %}
-  {% endfor %}
   {% set listed = {} %}
-  {% for key, wanted in schemas.items() %}
+  {% for key, wanted in dbt_merge._by_schema(relations).items() %}
     {% do listed.update({key: dbt_merge.catalog_views(wanted[0].schema, wanted | map(attribute='name') | list)}) %}
   {% endfor %}
   {{ return(listed) }}
@@ -411,8 +399,7 @@
   {% if listed is none or (schema | lower) not in listed %}
     {{ return(dbt_merge.catalog_views(schema, names)) }}
   {% endif %}
-  {% set matching = '(?i)(' ~ dbt_merge._name_patterns(names) | map('replace', '*', '.*') | join('|') ~ ')' %}
-  {{ return(dbt_merge._matching_views(listed[schema | lower], matching)) }}
+  {{ return(dbt_merge._matching_views(listed[schema | lower], dbt_merge._names_regex(dbt_merge._name_patterns(names)))) }}
 {% endmacro %}
 
 {% macro _matching_views(found, matching) %}
@@ -421,6 +408,21 @@
     {% do kept.append(view) %}
   {% endfor %}
   {{ return(kept) }}
+{% endmacro %}
+
+{#- `relations` ([{schema, name, ...}]) grouped by schema: {schema in lower case: [relation]},
+    in the order they come. -#}
+{% macro _by_schema(relations) %}
+  {% set schemas = {} %}
+  {% for relation in relations %}
+    {% do schemas.setdefault(relation.schema | lower, []).append(relation) %}
+  {% endfor %}
+  {{ return(schemas) }}
+{% endmacro %}
+
+{#- The regex (case-insensitive, whole name) of SHOW TABLES `patterns` (_name_patterns). -#}
+{% macro _names_regex(patterns) %}
+  {{ return('(?i)(' ~ patterns | map('replace', '*', '.*') | join('|') ~ ')') }}
 {% endmacro %}
 
 {#- `names` (names, or SHOW TABLES patterns with `*`) as SHOW TABLES patterns, each once:
@@ -441,7 +443,7 @@
     their values may be redacted (spark.sql.redaction.options.regex), their names are not. -#}
 {% macro catalog_views(schema, names) %}
   {% set patterns = dbt_merge._name_patterns(names) %}
-  {% set matching = '(?i)(' ~ patterns | map('replace', '*', '.*') | join('|') ~ ')' %}
+  {% set matching = dbt_merge._names_regex(patterns) %}
   {% set found = [] %}
   {% for row in dbt_merge.run_sql('show table extended in ' ~ dbt_merge.quote_identifier(schema)
                                   ~ " like '" ~ patterns | join('|') ~ "'", 'dbt_merge_views').rows
