@@ -33,7 +33,7 @@ from pathlib import Path
 import yaml
 
 from . import data
-from .project import MOR_PROPERTIES, REPO, SPARK_CONF, V3_PROPERTIES
+from .project import MOR_PROPERTIES, REPO, SPARK_CONF, V3_PROPERTIES, DbtProject
 
 KINDS = {"cow": None, "mor": MOR_PROPERTIES, "v3": V3_PROPERTIES}
 METHODS = {
@@ -80,13 +80,6 @@ def write_projects(root: Path, models: int, threads: int) -> dict[str, Path]:
     return projects
 
 
-def invoke(proj: Path, args: list[str]):
-    from dbt.cli.main import dbtRunner
-
-    return dbtRunner().invoke([*args, "--project-dir", str(proj), "--profiles-dir", str(proj),
-                               "--target", "spark", "--quiet"])
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=int, default=50)
@@ -107,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from .engines import Spark
 
-    os.environ["DBT_PROFILES_DIR"] = str(projects["ours"])
+    dbt = {method: DbtProject(proj, "spark") for method, proj in projects.items()}
     engine = Spark(spark_conf(load_target(projects["ours"], "pipeline", "spark")))
     pristine = data.target_table(args.rows)
     if not engine.target_exists(pristine):
@@ -122,9 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         engine.execute(f"drop table if exists bench.pb_src_{name}")
         engine.create_table(f"pb_src_{name}", select)
         expected[name] = args.rows + (0 if empty else args.increment - inc.matched)
-    for proj in projects.values():
-        if not invoke(proj, ["deps"]).success:
-            raise RuntimeError(f"dbt deps failed in {proj}")
+    for project in dbt.values():
+        project.deps()
 
     def restore(method: str) -> None:
         for i, name in enumerate(names):
@@ -133,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     def run(method: str) -> float:
         restore(method)
         started = time.perf_counter()
-        res = invoke(projects[method], ["run", "--threads", str(args.threads)])
+        res = dbt[method].invoke(["run", "--threads", str(args.threads)])
         seconds = time.perf_counter() - started
         results = list(getattr(res.result, "results", None) or [])
         failed = [r.node.name for r in results if str(r.status) != "success"]
