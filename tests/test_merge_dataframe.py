@@ -1500,7 +1500,8 @@ def test_a_refused_overwrite_after_a_column_was_added_says_the_column_stays(spar
     "'write.delete.mode' = 'merge-on-read', 'write.merge.isolation-level' = 'snapshot'",
     "'format-version' = '3', 'write.merge.isolation-level' = 'snapshot'"],
     ids=["mor", "v3", "mor_snapshot_isolation", "v3_snapshot_isolation"])
-def test_another_applications_append_between_the_counts_and_the_write(spark, props, request):
+def test_another_applications_append_between_the_counts_and_the_write(spark, props, request,
+                                                                       monkeypatch):
     """Merge-on-read and format-3 tables take the passes by default: another application (a
     session of its own catalog cache, committing from another thread) appends a key the SELECT
     inserts too, after the counts and before the MERGE. Refused with the package's message, the
@@ -1530,13 +1531,11 @@ def test_another_applications_append_between_the_counts_and_the_write(spark, pro
             writer.join()
         return _original(self, sql)
 
+    monkeypatch.setattr(spark_session.SparkRunner, "statement", statement)
     source = [(k, "new", 2) for k in (5, 6, 11, 12)]
-    try:
-        spark_session.SparkRunner.statement = statement
-        with pytest.raises(MergeError, match="another writer committed"):
-            merge_dataframe(spark.createDataFrame(source, COLUMNS), table, key_columns="id")
-    finally:
-        spark_session.SparkRunner.statement = original
+    with pytest.raises(MergeError, match="another writer committed"):
+        merge_dataframe(spark.createDataFrame(source, COLUMNS), table, key_columns="id")
+    monkeypatch.undo()
     assert not pending
     spark.sql(f"refresh table {table}")
     assert _rows(spark, table) == [(k, "old", 1) for k in range(1, 11)] + [(12, "other", 0)]
