@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -43,8 +44,24 @@ if not os.environ.get("DBT_MERGE_TESTS_NO_PARSE_CACHE"):
 os.environ["DBT_SEND_ANONYMOUS_USAGE_STATS"] = "false"
 os.environ["DO_NOT_TRACK"] = "1"
 
+# Everything the run writes outside the repository lives in this one folder, removed when the
+# run ends (DBT_MERGE_TESTS_KEEP_STATE=1: kept, for a look after a failure): a full run writes
+# about 1 GB there, and a machine running CI repeatedly filled its disk when it was left behind.
 _STATE = Path(tempfile.mkdtemp(prefix="dbt_merge_tests_"))
+
+
+def _remove_state() -> None:
+    if not os.environ.get("DBT_MERGE_TESTS_KEEP_STATE"):
+        shutil.rmtree(_STATE, ignore_errors=True)
+
+
+# registered first, so it runs last: after the Spark cluster's stop (atexit runs in reverse)
+atexit.register(_remove_state)
 os.environ["SPARK_STATE_DIR"] = str(_STATE / "spark")
+# Spark's scratch folders (a spark-<uuid> per JVM with its own copy of the Iceberg jar, 45 MB,
+# and the shuffle blocks), which a JVM the tests kill -9 never removes: in the state folder too,
+# for every JVM the tests start (SPARK_LOCAL_DIRS is read by the driver and the executors).
+os.environ["SPARK_LOCAL_DIRS"] = str(_STATE / "spark_local")
 os.environ["DBT_MERGE_DUCKDB_PATH"] = str(_STATE / "integration_tests.duckdb")
 (_STATE / "spark").mkdir(parents=True, exist_ok=True)
 if "ICEBERG_JAR" not in os.environ:

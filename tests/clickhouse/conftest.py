@@ -8,15 +8,13 @@ folder again from another client works and shares the data.
 from __future__ import annotations
 
 import os
-import tempfile
-from pathlib import Path
 
 import pytest
 from ch_data import CHDB_CONFIG, populate
 
 
 @pytest.fixture(scope="session")
-def ch():
+def ch(state_dir):
     """A client on the process's embedded ClickHouse, every engine created and filled.
 
     The engine takes its options from the client that opens it and shuts down when the last
@@ -24,7 +22,8 @@ def ch():
     """
     import clickhouse_connect
 
-    folder = Path(tempfile.mkdtemp(prefix="dbt_merge_chdb_"))
+    folder = state_dir / "chdb"
+    folder.mkdir()
     (folder / "config.xml").write_text(CHDB_CONFIG)
     dsn = f"chdb://{folder / 'data'}"
     os.environ["CLICKHOUSE_DSN"] = dsn
