@@ -18,13 +18,24 @@ with the expected rows (counted), else the benchmark stops.
     python -m benchmarks.project_bench --models 10 --rows 20000 --reps 1    # a quick look
 
 Writes a Markdown table (and the runs) to stdout and, with --out, to a folder.
+
+`--profile` also says where each method's runs spent their time, per model: each kind of
+statement (how many, and the seconds from sending it until its rows were read, which for a
+SELECT includes running it: dbt-spark's `session` cursor runs a query when its rows are
+fetched), and what remains of the models' time (dbt and the macros' Python, Jinja). It times
+the adapter's `execute` in this process; with `--threads 1` the parts add up to the models'
+time, with more threads they overlap.
+
+    python -m benchmarks.project_bench --models 20 --threads 1 --reps 2 --profile
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
+import re
 import statistics
 import tempfile
 import time
@@ -80,6 +91,84 @@ def write_projects(root: Path, models: int, threads: int) -> dict[str, Path]:
     return projects
 
 
+def statement_kind(sql: str) -> str:
+    """A statement's kind as the profile groups them: its first words, comments left out."""
+    text = re.sub(r"/\*.*?\*/|--[^\n]*", " ", sql, flags=re.S).split()
+    words = [w.lower() for w in text[:4]]
+    if not words:
+        return "(empty)"
+    if words[0] in ("select", "with"):
+        return "select"
+    if words[:2] == ["create", "or"] and "view" in " ".join(words + text[4:6]).lower():
+        return "create view"
+    if words[0] in ("set", "reset"):
+        return f"{words[0]} {words[1] if len(words) > 1 else ''}".strip()
+    return " ".join(words[:2])
+
+
+class Profile:
+    """The time of every statement dbt runs in this process, by kind, from start() to close(): the
+    adapter's `execute` (sending, running and reading the rows), and each model's span from
+    dbt's NodeStart and NodeFinished events."""
+
+    def __init__(self) -> None:
+        self.seconds: collections.Counter = collections.Counter()
+        self.count: collections.Counter = collections.Counter()
+        self.started: dict[str, float] = {}
+        self.models = 0.0
+
+    def start(self) -> None:
+        from dbt.adapters.spark.connections import SparkConnectionManager
+
+        self._class, self._original = SparkConnectionManager, SparkConnectionManager.execute
+        original, profile = self._original, self
+
+        def execute(manager, sql, *args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return original(manager, sql, *args, **kwargs)
+            finally:
+                # outside every model: dbt's own (its relation cache, the schemas)
+                kind = statement_kind(sql) if profile.started else "(dbt, outside the models)"
+                profile.seconds[kind] += time.perf_counter() - started
+                profile.count[kind] += 1
+
+        SparkConnectionManager.execute = execute
+
+    def event(self, event) -> None:
+        name = event.info.name
+        if name in ("NodeStart", "NodeFinished"):
+            node = event.data.node_info.unique_id
+            if name == "NodeStart":
+                self.started[node] = time.perf_counter()
+            elif node in self.started:
+                self.models += time.perf_counter() - self.started.pop(node)
+
+    def close(self) -> None:
+        self._class.execute = self._original
+
+    def lines(self, method: str, runs: int, models: int) -> list[str]:
+        per = runs * models
+        outside = "(dbt, outside the models)"
+        statements = sum(s for kind, s in self.seconds.items() if kind != outside)
+        rows = [f"| {kind} | {self.count[kind] / per:.1f} | {1000 * s / per:.0f} |"
+                for kind, s in self.seconds.most_common()]
+        return [
+            f"{method}: per model, {runs} runs of {models} models",
+            "",
+            "| statement | count | ms |",
+            "|---|---:|---:|",
+            *rows,
+            f"| every statement of the model | "
+            f"{sum(n for k, n in self.count.items() if k != outside) / per:.1f} | "
+            f"{1000 * statements / per:.0f} |",
+            f"| the rest of the model (dbt, macros) | | "
+            f"{1000 * (self.models - statements) / per:.0f} |",
+            f"| the model | | {1000 * self.models / per:.0f} |",
+            "",
+        ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", type=int, default=50)
@@ -90,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", type=Path, help="folder for results.md and runs.json")
+    parser.add_argument("--profile", action="store_true",
+                        help="where each method's timed runs spent their time, per model")
     args = parser.parse_args(argv)
     os.environ.setdefault("DBT_SEND_ANONYMOUS_USAGE_STATS", "false")
     os.environ.setdefault("SPARK_STATE_DIR", str(Path(tempfile.mkdtemp()) / "spark"))
@@ -122,10 +213,13 @@ def main(argv: list[str] | None = None) -> int:
         for i, name in enumerate(names):
             engine.restore(f"pb_{method}_{name}", pristine, KINDS[kind_of(i)])
 
-    def run(method: str) -> float:
+    profiles: dict[str, Profile] = {}
+
+    def run(method: str, profile: Profile | None = None) -> float:
         restore(method)
         started = time.perf_counter()
-        res = dbt[method].invoke(["run", "--threads", str(args.threads)])
+        res = dbt[method].invoke(["run", "--threads", str(args.threads)],
+                                 callbacks=[profile.event] if profile else None)
         seconds = time.perf_counter() - started
         results = list(getattr(res.result, "results", None) or [])
         failed = [r.node.name for r in results if str(r.status) != "success"]
@@ -142,7 +236,15 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[str, list[float]] = {m: [] for m in METHODS}
     for _ in range(args.reps):
         for method in METHODS:
-            times[method].append(run(method))
+            profile = None
+            if args.profile:
+                profile = profiles[method] = profiles.get(method) or Profile()
+                profile.start()
+            try:
+                times[method].append(run(method, profile))
+            finally:
+                if profile:
+                    profile.close()
             print(f"{method}: {times[method][-1]:.2f} s", flush=True)
     ours, theirs = (statistics.median(times[m]) for m in METHODS)
     empties = sum(is_empty(i, args.empty) for i in range(args.models))
@@ -159,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         f"| dbt-spark `merge` | {theirs:.1f} | "
         f"{', '.join(f'{t:.1f}' for t in times['dbt_spark'])} | 1.00x |",
     ]
+    if args.profile:
+        lines += ["", f"Where the time went (`--profile`, --threads {args.threads}):", ""]
+        for method, profile in profiles.items():
+            lines += profile.lines(method, args.reps, args.models)
     print("\n".join(lines))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
