@@ -1539,3 +1539,127 @@ def test_another_applications_append_between_the_counts_and_the_write(spark, pro
     assert not pending
     spark.sql(f"refresh table {table}")
     assert _rows(spark, table) == [(k, "old", 1) for k in range(1, 11)] + [(12, "other", 0)]
+
+
+SNAPSHOT_ISOLATION = "'write.merge.isolation-level' = 'snapshot'"
+MOR_PROPS = ("'write.merge.mode' = 'merge-on-read', 'write.update.mode' = 'merge-on-read', "
+             "'write.delete.mode' = 'merge-on-read'")
+#: merges that take the passes on a table set to snapshot isolation: copy-on-write tables of
+#: format 1 and 2, and on merge-on-read the strategies and options the write-once path leaves out
+PASSES_UNDER_SNAPSHOT_ISOLATION = {
+    "cow_v2_upsert": ("'format-version' = '2'", {}),
+    "cow_v1_upsert": ("'format-version' = '1'", {}),
+    "cow_v2_full_merge": ("'format-version' = '2'",
+                          {"strategy": "full_merge", "full_merge_write": "merge",
+                           "max_delete_fraction": 1}),
+    "mor_update_condition": (MOR_PROPS, {"merge_update_condition":
+                                         "DBT_INTERNAL_SOURCE.updated_at > "
+                                         "DBT_INTERNAL_DEST.updated_at"}),
+    "mor_soft_delete": (MOR_PROPS, {"strategy": "full_merge", "soft_delete_column": "deleted",
+                                    "max_delete_fraction": 1}),
+    "mor_history": (MOR_PROPS, {"strategy": "history"}),
+}
+
+
+def _snapshot_isolation_table(spark, name: str, props: str, options: dict) -> str:
+    from dbt_merge.spark import merge_dataframe
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.{name}_{int(time.time() * 1000)}"
+    if options.get("strategy") == "history":
+        # a first run builds the history table (its validity columns), then the properties
+        rows = spark.createDataFrame([(k, "old", 1) for k in range(1, 11)], COLUMNS)
+        merge_dataframe(rows, table, key_columns="id", file_format="iceberg", **options)
+        spark.sql(f"alter table {table} set tblproperties ({props}, {SNAPSHOT_ISOLATION})")
+        return table
+    extra = ", deleted boolean" if "soft_delete_column" in options else ""
+    spark.sql(f"create table {table} (id int, name string, updated_at int{extra}) using iceberg "
+              f"tblproperties ({props}, {SNAPSHOT_ISOLATION})")
+    tail = ", false" if extra else ""
+    spark.sql(f"insert into {table} select cast(id as int), 'old', 1{tail} from range(1, 11)")
+    return table
+
+
+def _commit(session, sql: str, failed: list) -> None:
+    """Run `sql` in another thread's session; an error is kept for the test to see."""
+    try:
+        session.sql(sql).collect()
+    except Exception as error:  # noqa: BLE001 (reported by the test)
+        failed.append(error)
+
+
+def _live(spark, table: str, options: dict) -> list[tuple]:
+    """(id, name, updated_at) of the table's live rows: current versions of a history table."""
+    where = ""
+    if options.get("strategy") == "history":
+        where = " where dbt_valid_to is null"
+    elif "soft_delete_column" in options:
+        where = " where not deleted"
+    return [tuple(r) for r in spark.sql(f"select id, name, updated_at from {table}{where} "
+                                        "order by id").collect()]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", list(PASSES_UNDER_SNAPSHOT_ISOLATION))
+def test_snapshot_isolation_tables_publish_the_passes_through_a_branch(spark, case, monkeypatch):
+    """A table set to write.merge.isolation-level=snapshot, where a merge takes the passes
+    (counted, then written): Iceberg does not check such a MERGE against appends committed while
+    it ran, so another application's append of a key the SELECT inserts too, after the counts,
+    was kept under the MERGE: the key held twice and the run reported success (red team
+    helper-61, on every case here). The MERGE is written into the run's branch and published
+    only while main is still the snapshot counted: refused, the table as the other writer left
+    it, no branch left. Without another writer the same merge publishes its one commit on the
+    snapshot it counted, with the counts of the passes."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+    from dbt_merge.spark import session as spark_session
+
+    props, options = PASSES_UNDER_SNAPSHOT_ISOLATION[case]
+    source = [(k, "new", 2) for k in (5, 6, 11, 12)]
+    extra = ", deleted boolean" if "soft_delete_column" in options else ""
+    frame = (spark.createDataFrame([(*r, False) for r in source], COLUMNS + extra) if extra
+             else spark.createDataFrame(source, COLUMNS))
+
+    # no other writer: one commit on the snapshot counted, the counts of the passes
+    table = _snapshot_isolation_table(spark, f"si_{case}_alone", props, options)
+    before = spark.sql(f"select snapshot_id from {table}.refs where name = 'main'").collect()[0][0]
+    result = merge_dataframe(frame, table, key_columns="id", **options)
+    assert (result.inserted, result.updated) == (2, 2)
+    spark.sql(f"refresh table {table}")
+    parent = spark.sql(f"select parent_id from {table}.snapshots where snapshot_id = "
+                       f"{result.snapshot_id}").collect()[0][0]
+    assert parent == before
+    assert not spark.sql(f"select * from {table}.refs where name like 'dbt_merge_%'").collect()
+    live = _live(spark, table, options)
+    assert [r[0] for r in live if r[1] == "new"] == [5, 6, 11, 12]
+
+    # another application appends key 12 after the counts, before the write
+    table = _snapshot_isolation_table(spark, f"si_{case}", props, options)
+    tail = ", false" if extra else ""
+    if options.get("strategy") == "history":
+        pending = [f"insert into {table} select 12, 'other', 0, 'x', current_timestamp(), "
+                   "current_timestamp(), cast(null as timestamp)"]
+    else:
+        pending = [f"insert into {table} values (12, 'other', 0{tail})"]
+    expected = _live(spark, table, options) + [(12, "other", 0)]
+    other = spark.newSession()
+    original = spark_session.SparkRunner.statement
+
+    def statement(self, sql, _original=original):
+        words = " ".join(sql.split()).lower()
+        if pending and (words.startswith(("merge into", "insert overwrite"))
+                        or " create branch " in words):
+            # another thread: the call's commit mark is the JVM thread's, not this writer's
+            writer = threading.Thread(target=lambda: _commit(other, pending.pop(), failed))
+            writer.start()
+            writer.join()
+        return _original(self, sql)
+
+    failed: list[Exception] = []
+    monkeypatch.setattr(spark_session.SparkRunner, "statement", statement)
+    with pytest.raises(MergeError, match="another writer committed"):
+        merge_dataframe(frame, table, key_columns="id", **options)
+    monkeypatch.undo()
+    assert not pending and not failed
+    spark.sql(f"refresh table {table}")
+    assert _live(spark, table, options) == expected
+    assert not spark.sql(f"select * from {table}.refs where name like 'dbt_merge_%'").collect()

@@ -116,7 +116,9 @@
     Tables without MERGE INTO (parquet, orc, Hive), judged by the table that exists, not the
     config: see overwrite_partitions. How the table is stored was read before the run
     (check_table_format, plan.target_storage), and is read again only when the run changed its
-    columns. -#}
+    columns. An Iceberg table whose write.merge.isolation-level is not `serializable` gets the
+    MERGE into the run's branch, published only while main is still the snapshot counted
+    (_publishes_on_branch). -#}
 {% macro spark__apply_changes(plan, counts) %}
   {% if counts.inserted + counts.updated + counts.deleted > 0 %}
     {% set altered = dbt_merge.schema_changes_any(plan.schema) %}
@@ -125,11 +127,22 @@
       {% do dbt_merge.overwrite_partitions(plan, counts, storage) %}
     {% elif dbt_merge.choose_full_merge_write(plan, counts, storage) == 'overwrite' %}
       {% do dbt_merge.replace_target(plan, counts, storage) %}
+    {% elif dbt_merge._publishes_on_branch(plan, storage) %}
+      {#- a table that does not validate a MERGE against other writers' appends: written into the
+          run's branch, published only while main is still the snapshot counted -#}
+      {% set branch = dbt_merge._run_branch_name(plan) %}
+      {% do dbt_merge._write_on_branch(plan, plan.snapshot, branch,
+                                       dbt_merge._passes_merge_sql(dbt_merge._on_branch_plan(plan, branch), counts, storage), 'MERGE') %}
     {% else %}
-      {% do dbt_merge.run_statement(dbt_merge.merge_source_rows_sql(plan, counts, dbt_merge._rewrites_every_file(plan, storage, counts))
-                              if plan.writes_source_rows else dbt_merge.merge_into_sql(plan), 'dbt_merge_merge') %}
+      {% do dbt_merge.run_statement(dbt_merge._passes_merge_sql(plan, counts, storage), 'dbt_merge_merge') %}
     {% endif %}
   {% endif %}
+{% endmacro %}
+
+{#- Spark: the passes' MERGE of `plan` (into plan.target, which may be the run's branch). -#}
+{% macro _passes_merge_sql(plan, counts, storage) %}
+  {{ return(dbt_merge.merge_source_rows_sql(plan, counts, dbt_merge._rewrites_every_file(plan, storage, counts))
+            if plan.writes_source_rows else dbt_merge.merge_into_sql(plan)) }}
 {% endmacro %}
 
 {#- Spark: whether a MERGE into this copy-on-write Iceberg table will rewrite every data file anyway,

@@ -152,7 +152,8 @@
 {#- Spark: one MERGE INTO (Iceberg, Delta), or the partition rewrite of a parquet, orc or Hive
     table. The MERGE's source holds a closing row per key that closes ('C': matched to the
     key's current version, closed) and each row to insert ('W': never matched); it passes the
-    snapshot guard, so a commit made after the counts fails the write. -#}
+    snapshot guard, so a commit made after the counts fails the write (written into the run's
+    branch instead on a table that does not validate a MERGE, _publishes_on_branch). -#}
 {% macro spark__apply_history(plan, stats) %}
   {% set altered = dbt_merge.schema_changes_any(plan.schema) %}
   {% set storage = plan.target_storage if plan.target_storage and not altered else dbt_merge.table_storage(plan.target) %}
@@ -182,15 +183,24 @@
     {% do parts.append('select ' ~ closing | join(', ') ~ ', ' ~ at ~ ", 'C' as " ~ kind ~ ' from ('
         ~ dbt_merge.history_closing_sql(plan) ~ ') as dbt_merge_changes') %}
   {% endif %}
-  {% set guard = dbt_merge.snapshot_guard_sql(plan) %}
+  {#- a table that does not validate a MERGE against other writers' appends: into the run's
+      branch, published only while main is still the snapshot counted (_publishes_on_branch) -#}
+  {% set branch = dbt_merge._run_branch_name(plan) if dbt_merge._publishes_on_branch(plan, storage) else none %}
+  {% set into = plan.target ~ '.branch_' ~ branch if branch else plan.target %}
+  {% set guard = none if branch else dbt_merge.snapshot_guard_sql(plan) %}
   {% set rows = parts | join(' union all ') %}
-  {% do dbt_merge.run_statement('merge into ' ~ plan.target ~ ' as ' ~ dst ~ ' using ('
+  {% set sql = 'merge into ' ~ into ~ ' as ' ~ dst ~ ' using ('
       ~ ('select * from (' ~ rows ~ ') as ' ~ src ~ ' where ' ~ guard if guard else rows) ~ ') as ' ~ src
       ~ ' on ' ~ src ~ '.' ~ kind ~ " = 'C' and " ~ dbt_merge.key_match(plan.key_columns, src, dst, plan.compare) ~ ' and '
       ~ dbt_merge._target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge.history_current(plan, dst)
       ~ ' when matched then update set ' ~ dst ~ '.' ~ q(h.cols.dbt_valid_to) ~ ' = ' ~ src ~ '.' ~ at
       ~ ' when not matched and ' ~ src ~ '.' ~ kind ~ " = 'W' then insert (" ~ dbt_merge.column_list(columns)
-      ~ ') values (' ~ dbt_merge.column_list(columns, src) ~ ')', 'dbt_merge_merge') %}
+      ~ ') values (' ~ dbt_merge.column_list(columns, src) ~ ')' %}
+  {% if branch %}
+    {% do dbt_merge._write_on_branch(plan, plan.snapshot, branch, sql, 'MERGE') %}
+  {% else %}
+    {% do dbt_merge.run_statement(sql, 'dbt_merge_merge') %}
+  {% endif %}
 {% endmacro %}
 
 {#- The new content of the partitions a history merge touches (of the whole table without

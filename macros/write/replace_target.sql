@@ -66,46 +66,18 @@
 {% endmacro %}
 
 {#- The overwrite of an Iceberg table counted on snapshot `read`, written into a branch of the
-    run made at `read` and published by fast-forwarding main to it: Iceberg's INSERT OVERWRITE
-    does not check for commits made since the snapshot it read, but its fast-forward refuses,
-    atomically, a main that is no longer an ancestor of the branch, and the run refuses a main
-    that is not `read` any more. So the commit published is exactly the run's (the branch's one
-    commit on `read`), and another writer's commit before or while the overwrite ran refuses the
-    run with nothing published (red team helper-41: read from the session's cached table, which
-    another thread had moved on, a later writer's commit was taken for the run's and undone, and
-    the run said none of its rows remained while all of them did). -#}
+    run made at `read` and published by fast-forwarding main to it (_write_on_branch): Iceberg's
+    INSERT OVERWRITE does not check for commits made since the snapshot it read, but its
+    fast-forward refuses, atomically, a main that is no longer an ancestor of the branch, and the
+    run refuses a main that is not `read` any more. So the commit published is exactly the run's
+    (the branch's one commit on `read`), and another writer's commit before or while the
+    overwrite ran refuses the run with nothing published (red team helper-41: read from the
+    session's cached table, which another thread had moved on, a later writer's commit was taken
+    for the run's and undone, and the run said none of its rows remained while all of them did). -#}
 {% macro _overwrite_on_branch(plan, rows, read) %}
   {% set branch = dbt_merge._run_branch_name(plan) %}
-  {% do dbt_merge._iceberg_branch(plan.target, 'create', branch, read) %}
-  {% do dbt_merge.run_statement('insert overwrite table ' ~ plan.target ~ '.branch_' ~ branch ~ ' ' ~ rows,
-                                'dbt_merge_overwrite') %}
-  {#- the branch and main as committed (reloaded, never a cached table), and the package's other
-      branches (one left by a run that failed is dropped once a day old) -#}
-  {% do dbt_merge.run_statement('refresh table ' ~ plan.target, 'dbt_merge_describe') %}
-  {% set refs = {} %}
-  {% for row in dbt_merge.run_sql('select r.name, cast(r.snapshot_id as string), cast(s.parent_id as string) from '
-      ~ plan.target ~ '.refs as r left join ' ~ plan.target ~ '.snapshots as s on s.snapshot_id = r.snapshot_id '
-      ~ "where r.name = 'main' or (left(r.name, 10) = 'dbt_merge_' and r.type = 'BRANCH')", 'dbt_merge_describe').rows %}
-    {% do refs.update({row[0]: {'snapshot': row[1], 'parent': row[2]}}) %}
-  {% endfor %}
-  {% set head = refs.get(branch) %}
-  {% if head is none or head.snapshot == read or head.parent != read %}
-    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
-    {{ dbt_merge.raise_merge_error("the INSERT OVERWRITE into this run's branch " ~ branch ~ " of " ~ plan.target
-        ~ " should have left one commit on snapshot " ~ read ~ ", but the branch is "
-        ~ ("gone" if head is none else "snapshot " ~ head.snapshot ~ " (parent " ~ (head.parent or 'none') ~ ")")
-        ~ ". This run cannot prove what it wrote, so nothing was published: the table is as it was. Leave the "
-        ~ "package's branches (dbt_merge_...) alone and run this model again.") }}
-  {% endif %}
-  {% do dbt_merge._drop_dead_branches(plan, refs, branch) %}
-  {% set moved = refs.get('main') is none or refs.main.snapshot != read %}
-  {% if not moved %}
-    {% set moved = dbt_merge._iceberg_branch(plan.target, 'fast_forward', branch, read, head.snapshot) == 'moved' %}
-  {% endif %}
-  {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
-  {% if moved %}
-    {{ dbt_merge.raise_merge_error(dbt_merge._concurrent_commit_message(plan, prefixed=false)) }}
-  {% endif %}
+  {% do dbt_merge._write_on_branch(plan, read, branch, 'insert overwrite table ' ~ plan.target ~ '.branch_' ~ branch
+                                   ~ ' ' ~ rows, 'INSERT OVERWRITE') %}
 {% endmacro %}
 
 {#- After an INSERT OVERWRITE of an Iceberg table without the run's branch (a table that had no

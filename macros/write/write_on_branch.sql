@@ -1,0 +1,90 @@
+{#-
+  A write of the passes (counted before, written after) published through a branch of the run:
+  the statement writes into a branch made at the snapshot the run counted, and `main` is
+  fast-forwarded to it only while it is still that snapshot. Iceberg's fast-forward refuses,
+  atomically, a `main` that is no longer an ancestor of the branch, so another writer's commit
+  made after the counts, before or while the statement ran, refuses the run with nothing
+  published, whatever Iceberg itself validates when it commits. Used by every INSERT OVERWRITE of
+  a whole Iceberg table (replace_target), and by the MERGE of the passes into a table that does
+  not validate a MERGE against the commits made while it ran (_publishes_on_branch).
+-#}
+
+{#- Whether the passes' MERGE into this Iceberg table (`storage`: plan.target_storage or as read
+    again) is written through a branch of the run: when the table's `write.merge.isolation-level`
+    is anything but `serializable` (Iceberg's default: it fails a MERGE when another writer
+    committed, while it ran, rows its condition could match). Under `snapshot` Iceberg checks no
+    appended file: another application's append of a key the run inserts too, committed after
+    the counts, was kept under the MERGE (the key held twice, the run reported success: red team
+    helper-60, then helper-61 on every table and merge that takes the passes). A value that
+    cannot be read as either (redacted, or a listing of the properties that is not exact, then
+    read again with SHOW TBLPROPERTIES) is taken as not serializable. Not without a counted
+    snapshot (a table with no commit yet: nothing to make a branch at), nor where branches
+    cannot be made (a session without Iceberg's SQL extensions; merge_dataframe makes its own),
+    nor in a session that stages the table's writes (write-audit-publish: Iceberg would stage
+    the branch's commit, or refuse it): those are merged in place, as before. -#}
+{% macro _publishes_on_branch(plan, storage) %}
+  {% if storage.provider != 'iceberg' or plan.get('snapshot') is none %}
+    {{ return(false) }}
+  {% endif %}
+  {% set properties = plan.get('target_properties') %}
+  {% if properties is none %}
+    {% set properties = {} %}
+    {% for row in dbt_merge.run_sql('show tblproperties ' ~ plan.target, 'dbt_merge_describe').rows %}
+      {% do properties.update({row[0]: row[1] | string}) %}
+    {% endfor %}
+  {% endif %}
+  {% set isolation = (properties.get('write.merge.isolation-level') or 'serializable') | string | trim | lower %}
+  {% if isolation == 'serializable' or not dbt_merge._branches_available(plan) %}
+    {{ return(false) }}
+  {% endif %}
+  {% if (properties.get('write.wap.enabled') or '') | string | trim | lower == 'true' and dbt_merge._wap_settings() %}
+    {{ return(false) }}
+  {% endif %}
+  {{ return(true) }}
+{% endmacro %}
+
+{#- `plan` writing into its run's branch `branch` instead of the table: no snapshot guard (the
+    branch is the run's own; the fast-forward checks `main`). -#}
+{% macro _on_branch_plan(plan, branch) %}
+  {% set on_branch = {} %}
+  {% do on_branch.update(plan) %}
+  {% do on_branch.update({'target': plan.target ~ '.branch_' ~ branch, 'snapshot': none, 'no_commit_yet': false}) %}
+  {{ return(on_branch) }}
+{% endmacro %}
+
+{#- Run `sql`, a statement writing into the run's branch `branch` of plan.target (written for
+    _on_branch_plan's target), with the branch made at snapshot `read` first, then publish it:
+    the branch must hold exactly one new commit on `read`, and main must still be `read`;
+    otherwise the branch is dropped and the run refused, nothing published. `what` names the
+    statement in the message ('MERGE', 'INSERT OVERWRITE'). -#}
+{% macro _write_on_branch(plan, read, branch, sql, what) %}
+  {% do dbt_merge._iceberg_branch(plan.target, 'create', branch, read) %}
+  {% do dbt_merge.run_statement(sql, 'dbt_merge_merge' if what == 'MERGE' else 'dbt_merge_overwrite') %}
+  {#- the branch and main as committed (reloaded, never a cached table), and the package's other
+      branches (one left by a run that failed is dropped once a day old) -#}
+  {% do dbt_merge.run_statement('refresh table ' ~ plan.target, 'dbt_merge_describe') %}
+  {% set refs = {} %}
+  {% for row in dbt_merge.run_sql('select r.name, cast(r.snapshot_id as string), cast(s.parent_id as string) from '
+      ~ plan.target ~ '.refs as r left join ' ~ plan.target ~ '.snapshots as s on s.snapshot_id = r.snapshot_id '
+      ~ "where r.name = 'main' or (left(r.name, 10) = 'dbt_merge_' and r.type = 'BRANCH')", 'dbt_merge_describe').rows %}
+    {% do refs.update({row[0]: {'snapshot': row[1], 'parent': row[2]}}) %}
+  {% endfor %}
+  {% set head = refs.get(branch) %}
+  {% if head is none or head.snapshot == read or head.parent != read %}
+    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+    {{ dbt_merge.raise_merge_error("the " ~ what ~ " into this run's branch " ~ branch ~ " of " ~ plan.target
+        ~ " should have left one commit on snapshot " ~ read ~ ", but the branch is "
+        ~ ("gone" if head is none else "snapshot " ~ head.snapshot ~ " (parent " ~ (head.parent or 'none') ~ ")")
+        ~ ". This run cannot prove what it wrote, so nothing was published: the table is as it was. Leave the "
+        ~ "package's branches (dbt_merge_...) alone and run this model again.") }}
+  {% endif %}
+  {% do dbt_merge._drop_dead_branches(plan, refs, branch) %}
+  {% set moved = refs.get('main') is none or refs.main.snapshot != read %}
+  {% if not moved %}
+    {% set moved = dbt_merge._iceberg_branch(plan.target, 'fast_forward', branch, read, head.snapshot) == 'moved' %}
+  {% endif %}
+  {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+  {% if moved %}
+    {{ dbt_merge.raise_merge_error(dbt_merge._concurrent_commit_message(plan, prefixed=false)) }}
+  {% endif %}
+{% endmacro %}
