@@ -1558,7 +1558,13 @@ PASSES_UNDER_SNAPSHOT_ISOLATION = {
     "mor_soft_delete": (MOR_PROPS, {"strategy": "full_merge", "soft_delete_column": "deleted",
                                     "max_delete_fraction": 1}),
     "mor_history": (MOR_PROPS, {"strategy": "history"}),
+    # Iceberg reads write.wap.enabled with Boolean.parseBoolean: ' true' is WAP off, so the
+    # session's spark.wap.id stages nothing (red team helper-62: read trimmed, the MERGE was made
+    # in place, the key held twice, success reported)
+    "cow_v2_wap_value_with_a_space": ("'format-version' = '2', 'write.wap.enabled' = ' true'", {}),
 }
+#: session settings of a case, set for its merges
+SESSION_CONF = {"cow_v2_wap_value_with_a_space": {"spark.wap.id": "audit-1"}}
 
 
 def _snapshot_isolation_table(spark, name: str, props: str, options: dict) -> str:
@@ -1601,7 +1607,8 @@ def _live(spark, table: str, options: dict) -> list[tuple]:
 
 @pytest.mark.spark
 @pytest.mark.parametrize("case", list(PASSES_UNDER_SNAPSHOT_ISOLATION))
-def test_snapshot_isolation_tables_publish_the_passes_through_a_branch(spark, case, monkeypatch):
+def test_snapshot_isolation_tables_publish_the_passes_through_a_branch(spark, case, monkeypatch,
+                                                                     request):
     """A table set to write.merge.isolation-level=snapshot, where a merge takes the passes
     (counted, then written): Iceberg does not check such a MERGE against appends committed while
     it ran, so another application's append of a key the SELECT inserts too, after the counts,
@@ -1614,6 +1621,9 @@ def test_snapshot_isolation_tables_publish_the_passes_through_a_branch(spark, ca
     from dbt_merge.spark import session as spark_session
 
     props, options = PASSES_UNDER_SNAPSHOT_ISOLATION[case]
+    for key, value in SESSION_CONF.get(case, {}).items():
+        spark.conf.set(key, value)
+        request.addfinalizer(lambda key=key: spark.conf.unset(key))
     source = [(k, "new", 2) for k in (5, 6, 11, 12)]
     extra = ", deleted boolean" if "soft_delete_column" in options else ""
     frame = (spark.createDataFrame([(*r, False) for r in source], COLUMNS + extra) if extra

@@ -73,9 +73,10 @@
 {% endmacro %}
 
 {#- Whether Iceberg stages or redirects the writes into `relation` in this session: the table has
-    write.wap.enabled and the session sets spark.wap.id or spark.wap.branch. -#}
+    write.wap.enabled (`true` in any case, as Iceberg reads it: nothing around it) and the
+    session sets spark.wap.id or spark.wap.branch. -#}
 {% macro _stages_writes(relation) %}
   {% set enabled = dbt_merge.run_sql('show tblproperties ' ~ relation ~ " ('write.wap.enabled')", 'dbt_merge_describe').rows %}
-  {{ return(enabled | length > 0 and (enabled[0][1] | string | trim | lower) == 'true'
+  {{ return(enabled | length > 0 and (enabled[0][1] | string | lower) == 'true'
             and dbt_merge._wap_settings() | length > 0) }}
 {% endmacro %}

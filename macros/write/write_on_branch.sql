@@ -37,7 +37,10 @@
   {% if isolation == 'serializable' or not dbt_merge._branches_available(plan) %}
     {{ return(false) }}
   {% endif %}
-  {% if (properties.get('write.wap.enabled') or '') | string | trim | lower == 'true' and dbt_merge._wap_settings() %}
+  {#- as Iceberg reads it (Boolean.parseBoolean: `true` in any case, nothing around it): a value
+      with a space is WAP off for Iceberg, and the MERGE would go to main unchecked (red team
+      helper-62: read trimmed, such a table was merged in place, the key held twice) -#}
+  {% if (properties.get('write.wap.enabled') or '') | string | lower == 'true' and dbt_merge._wap_settings() %}
     {{ return(false) }}
   {% endif %}
   {{ return(true) }}
