@@ -1562,9 +1562,14 @@ PASSES_UNDER_SNAPSHOT_ISOLATION = {
     # session's spark.wap.id stages nothing (red team helper-62: read trimmed, the MERGE was made
     # in place, the key held twice, success reported)
     "cow_v2_wap_value_with_a_space": ("'format-version' = '2', 'write.wap.enabled' = ' true'", {}),
+    # a property whose value reads, in DESCRIBE's listing, as write.wap.enabled=true (red team
+    # helper-63: taken for the table's, merged in place, the key held twice)
+    "cow_v2_wap_inside_another_value": ("'format-version' = '2', "
+                                        "'x.notes' = 'a=1,write.wap.enabled=true'", {}),
 }
 #: session settings of a case, set for its merges
-SESSION_CONF = {"cow_v2_wap_value_with_a_space": {"spark.wap.id": "audit-1"}}
+SESSION_CONF = {"cow_v2_wap_value_with_a_space": {"spark.wap.id": "audit-1"},
+                "cow_v2_wap_inside_another_value": {"spark.wap.id": "audit-1"}}
 
 
 def _snapshot_isolation_table(spark, name: str, props: str, options: dict) -> str:
@@ -1672,4 +1677,30 @@ def test_snapshot_isolation_tables_publish_the_passes_through_a_branch(spark, ca
     assert not pending and not failed
     spark.sql(f"refresh table {table}")
     assert _live(spark, table, options) == expected
+    assert not spark.sql(f"select * from {table}.refs where name like 'dbt_merge_%'").collect()
+
+
+@pytest.mark.spark
+def test_a_blank_wap_id_stages_the_write_as_iceberg_does(spark, request):
+    """spark.wap.id set to a blank value on a table with write.wap.enabled: Iceberg stages the
+    write (any value that is not null), so the merge follows the session: merged in place,
+    staged, main unchanged. Taken for unset, the run wrote into its branch, which stayed empty
+    while Iceberg staged its commit, and was refused as "nothing was published" with the staged
+    snapshot left (red team helper-63)."""
+    from dbt_merge.spark import merge_dataframe
+
+    table = _snapshot_isolation_table(spark, "si_blank_wap_id",
+                                      "'format-version' = '2', 'write.wap.enabled' = 'true'", {})
+    before = _live(spark, table, {})
+    spark.conf.set("spark.wap.id", " ")
+    request.addfinalizer(lambda: spark.conf.unset("spark.wap.id"))
+    frame = spark.createDataFrame([(k, "new", 2) for k in (5, 6, 11, 12)], COLUMNS)
+    result = merge_dataframe(frame, table, key_columns="id")
+    spark.conf.unset("spark.wap.id")
+    assert (result.inserted, result.updated) == (2, 2)
+    spark.sql(f"refresh table {table}")
+    assert _live(spark, table, {}) == before
+    staged = spark.sql(f"select summary['wap.id'] from {table}.snapshots "
+                       "where summary['wap.id'] is not null").collect()
+    assert [r[0] for r in staged] == [" "]
     assert not spark.sql(f"select * from {table}.refs where name like 'dbt_merge_%'").collect()

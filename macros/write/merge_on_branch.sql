@@ -563,11 +563,14 @@
       ~ local_md5(invocation_id ~ '.' ~ plan.target ~ '.' ~ now.isoformat())[:12]) }}
 {% endmacro %}
 
-{#- The WAP settings the session has (`spark.wap.id=...`, `spark.wap.branch=...`), as text, or []. -#}
+{#- The WAP settings the session has (`spark.wap.id=...`, `spark.wap.branch=...`), as text, or []:
+    every one set, whatever its value, as Iceberg takes it (a value that is not null: an empty,
+    blank or redacted one stages the writes too; red team helper-63: `spark.wap.id=' '` was
+    taken for unset, and the run's branch stayed empty while Iceberg staged its commit). -#}
 {% macro _wap_settings() %}
   {% set found = [] %}
   {% for row in dbt_merge.run_sql('set', 'dbt_merge_conf').rows %}
-    {% if row[0] in ['spark.wap.id', 'spark.wap.branch'] and row[1] is not none and (row[1] | string | trim) not in ['', '<undefined>'] %}
+    {% if row[0] in ['spark.wap.id', 'spark.wap.branch'] and row[1] is not none %}
       {% do found.append(row[0] ~ '=' ~ row[1]) %}
     {% endif %}
   {% endfor %}

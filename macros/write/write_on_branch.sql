@@ -37,10 +37,13 @@
   {% if isolation == 'serializable' or not dbt_merge._branches_available(plan) %}
     {{ return(false) }}
   {% endif %}
-  {#- as Iceberg reads it (Boolean.parseBoolean: `true` in any case, nothing around it): a value
-      with a space is WAP off for Iceberg, and the MERGE would go to main unchecked (red team
-      helper-62: read trimmed, such a table was merged in place, the key held twice) -#}
-  {% if (properties.get('write.wap.enabled') or '') | string | lower == 'true' and dbt_merge._wap_settings() %}
+  {#- whether the table stages writes, asked by its name: a listing of the properties can carry
+      it inside another property's value (`'notes'='a=1,write.wap.enabled=true'`), which was
+      taken for the table's (red team helper-63: merged in place, the key held twice); read as
+      Iceberg reads it (Boolean.parseBoolean: `true` in any case, nothing around it: a value
+      with a space is WAP off, red team helper-62) -#}
+  {% set wap = dbt_merge.run_sql('show tblproperties ' ~ plan.target ~ " ('write.wap.enabled')", 'dbt_merge_describe').rows %}
+  {% if wap | length > 0 and (wap[0][1] | string | lower) == 'true' and dbt_merge._wap_settings() %}
     {{ return(false) }}
   {% endif %}
   {{ return(true) }}
@@ -78,8 +81,10 @@
     {{ dbt_merge.raise_merge_error("the " ~ what ~ " into this run's branch " ~ branch ~ " of " ~ plan.target
         ~ " should have left one commit on snapshot " ~ read ~ ", but the branch is "
         ~ ("gone" if head is none else "snapshot " ~ head.snapshot ~ " (parent " ~ (head.parent or 'none') ~ ")")
-        ~ ". This run cannot prove what it wrote, so nothing was published: the table is as it was. Leave the "
-        ~ "package's branches (dbt_merge_...) alone and run this model again.") }}
+        ~ ". This run cannot prove what it wrote, so nothing was published to main. Leave the "
+        ~ "package's branches (dbt_merge_...) alone and run this model again. If the session stages "
+        ~ "Iceberg writes (spark.wap.id with write.wap.enabled) under a name this run could not read (a "
+        ~ "redaction regex), its commit may be staged: a snapshot with that wap.id, not in main.") }}
   {% endif %}
   {% do dbt_merge._drop_dead_branches(plan, refs, branch) %}
   {% set moved = refs.get('main') is none or refs.main.snapshot != read %}
