@@ -37,16 +37,11 @@
   {% if isolation == 'serializable' or not dbt_merge._branches_available(plan) %}
     {{ return(false) }}
   {% endif %}
-  {#- whether the table stages writes, asked by its name: a listing of the properties can carry
-      it inside another property's value (`'notes'='a=1,write.wap.enabled=true'`), which was
+  {#- whether the table stages writes, asked by its name (_stages_writes), not from the listing,
+      which can carry it inside another property's value (`'notes'='a=1,write.wap.enabled=true'`),
       taken for the table's (red team helper-63: merged in place, the key held twice); read as
-      Iceberg reads it (Boolean.parseBoolean: `true` in any case, nothing around it: a value
-      with a space is WAP off, red team helper-62) -#}
-  {% set wap = dbt_merge.run_sql('show tblproperties ' ~ plan.target ~ " ('write.wap.enabled')", 'dbt_merge_describe').rows %}
-  {% if wap | length > 0 and (wap[0][1] | string | lower) == 'true' and dbt_merge._wap_settings() %}
-    {{ return(false) }}
-  {% endif %}
-  {{ return(true) }}
+      Iceberg reads it (a value with a space is WAP off, red team helper-62) -#}
+  {{ return(not dbt_merge._stages_writes(plan.target)) }}
 {% endmacro %}
 
 {#- `plan` writing into its run's branch `branch` instead of the table: no snapshot guard (the
