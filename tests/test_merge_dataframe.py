@@ -1704,3 +1704,103 @@ def test_a_blank_wap_id_stages_the_write_as_iceberg_does(spark, request):
                        "where summary['wap.id'] is not null").collect()
     assert [r[0] for r in staged] == [" "]
     assert not spark.sql(f"select * from {table}.refs where name like 'dbt_merge_%'").collect()
+
+
+#: sessions whose write-audit-publish settings Iceberg would apply in a way no merge can check:
+#: (table properties, merge options, session settings, what the refusal says)
+UNCHECKABLE_WAP_SESSIONS = {
+    # Iceberg writes the WAP branch `main` straight into the table and refuses any other branch:
+    # under snapshot isolation the MERGE was made in place, unchecked, another application's
+    # append kept under it (red team helper-64: the key held twice, success reported)
+    "branch_main_cow_v2": (f"'format-version' = '2', {SNAPSHOT_ISOLATION}", {},
+                           {"spark.wap.branch": "main"}, "spark.wap.branch=main"),
+    "branch_main_mor_v2": (f"'format-version' = '2', {MOR_PROPS}, {SNAPSHOT_ISOLATION}", {},
+                           {"spark.wap.branch": "main"}, "spark.wap.branch=main"),
+    "branch_main_full_merge_overwrite": (
+        f"'format-version' = '2', {SNAPSHOT_ISOLATION}",
+        {"strategy": "full_merge", "full_merge_write": "overwrite", "max_delete_fraction": 1},
+        {"spark.wap.branch": "main"}, "spark.wap.branch=main"),
+    # both settings: Iceberg fails every write with its raw 'Cannot set both WAP ID and branch'
+    "both_settings_serializable": ("'format-version' = '2'", {},
+                                   {"spark.wap.id": "audit-1", "spark.wap.branch": "audit"},
+                                   "sets both spark.wap.branch=audit and spark.wap.id=audit-1"),
+    "both_settings_snapshot_isolation_mor": (
+        f"'format-version' = '2', {MOR_PROPS}, {SNAPSHOT_ISOLATION}", {},
+        {"spark.wap.id": "audit-1", "spark.wap.branch": "audit"}, "sets both spark.wap"),
+}
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", list(UNCHECKABLE_WAP_SESSIONS))
+def test_wap_sessions_iceberg_would_write_unchecked_are_refused(spark, case, monkeypatch,
+                                                                 request):
+    """A table with write.wap.enabled, in a session whose WAP settings Iceberg would apply
+    unchecked or refuse: spark.wap.branch=main on a table set to snapshot isolation (in place,
+    no branch of the run possible; red team helper-64: another application's append kept under
+    the MERGE, the key held twice, success reported), or both spark.wap.id and spark.wap.branch
+    (Iceberg's raw error). Refused with a MergeError naming the setting and the fix, before
+    anything is written: the table as the other writer left it, nothing staged, no branch."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+    from dbt_merge.spark import session as spark_session
+
+    props, options, conf, message = UNCHECKABLE_WAP_SESSIONS[case]
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.wap_{case}_{int(time.time() * 1000)}"
+    spark.sql(f"create table {table} (id int, name string, updated_at int) using iceberg "
+              f"tblproperties ({props}, 'write.wap.enabled' = 'true')")
+    spark.sql(f"insert into {table} select cast(id as int), 'old', 1 from range(1, 11)")
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+        request.addfinalizer(lambda key=key: spark.conf.unset(key))
+    # another application appends key 12 before the call's write (from another thread)
+    pending = [f"insert into {table} values (12, 'other', 0)"]
+    other = spark.newSession()
+    original = spark_session.SparkRunner.statement
+
+    def statement(self, sql, _original=original):
+        words = " ".join(sql.split()).lower()
+        if pending and (words.startswith(("merge into", "insert overwrite"))
+                        or " create branch " in words or words.startswith("show tblproperties")):
+            writer = threading.Thread(target=lambda: _commit(other, pending.pop(), failed))
+            writer.start()
+            writer.join()
+        return _original(self, sql)
+
+    failed: list[Exception] = []
+    monkeypatch.setattr(spark_session.SparkRunner, "statement", statement)
+    frame = spark.createDataFrame([(k, "new", 2) for k in (5, 6, 11, 12)], COLUMNS)
+    with pytest.raises(MergeError, match=re.escape(message)) as raised:
+        merge_dataframe(frame, table, key_columns="id", **options)
+    monkeypatch.undo()
+    assert "The target was not changed" in str(raised.value)
+    assert not failed
+    for key in conf:
+        spark.conf.unset(key)
+    spark.sql(f"refresh table {table}")
+    expected = [(k, "old", 1) for k in range(1, 11)] + ([(12, "other", 0)] if not pending else [])
+    assert _live(spark, table, {}) == expected
+    assert not spark.sql(f"select * from {table}.snapshots "
+                         "where summary['wap.id'] is not null").collect()
+    assert not spark.sql(f"select * from {table}.refs where name <> 'main'").collect()
+
+
+@pytest.mark.spark
+def test_wap_branch_main_on_a_serializable_table_merges_in_place(spark, request):
+    """spark.wap.branch=main on a table with write.wap.enabled that keeps Iceberg's default,
+    serializable isolation: Iceberg writes into main and checks the MERGE itself, so the merge
+    runs, in place, with its counts (only snapshot isolation is refused)."""
+    from dbt_merge.spark import merge_dataframe
+
+    spark.sql(f"create database if not exists {SCHEMA}")
+    table = f"{SCHEMA}.wap_branch_main_serializable_{int(time.time() * 1000)}"
+    spark.sql(f"create table {table} (id int, name string, updated_at int) using iceberg "
+              "tblproperties ('format-version' = '2', 'write.wap.enabled' = 'true')")
+    spark.sql(f"insert into {table} select cast(id as int), 'old', 1 from range(1, 11)")
+    spark.conf.set("spark.wap.branch", "main")
+    request.addfinalizer(lambda: spark.conf.unset("spark.wap.branch"))
+    frame = spark.createDataFrame([(k, "new", 2) for k in (5, 6, 11, 12)], COLUMNS)
+    result = merge_dataframe(frame, table, key_columns="id")
+    spark.conf.unset("spark.wap.branch")
+    assert (result.inserted, result.updated, result.total) == (2, 2, 12)
+    spark.sql(f"refresh table {table}")
+    assert [r[0] for r in _live(spark, table, {}) if r[1] == "new"] == [5, 6, 11, 12]

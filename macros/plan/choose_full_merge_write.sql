@@ -61,22 +61,14 @@
     {% set reason = rewritten ~ ' of ' ~ target_rows ~ ' rows updated or deleted, ' ~ kept
                     ~ ' matched rows left as they are' %}
   {% endif %}
-  {% if write == 'overwrite' and storage.provider == 'iceberg' and dbt_merge._stages_writes(plan.target) %}
+  {% set staging = dbt_merge._table_wap_settings(plan) if write == 'overwrite' and storage.provider == 'iceberg' else [] %}
+  {% if staging %}
     {#- the overwrite would be staged or go to the WAP branch, where its commit cannot be checked
         against the snapshot the merge counted; MERGE INTO writes as the session asks -#}
     {% set write, reason = 'merge', 'the table has write.wap.enabled and the session sets '
-        ~ dbt_merge._wap_settings() | join(', ') ~ ' (write-audit-publish)' %}
+        ~ staging | join(', ') ~ ' (write-audit-publish)' %}
   {% endif %}
   {% do log('dbt_merge ' ~ plan.target ~ ': full_merge_write=' ~ plan.full_merge_write ~ ' (' ~ reason ~ '): '
       ~ ('INSERT OVERWRITE' if write == 'overwrite' else 'MERGE INTO')) %}
   {{ return(write) }}
-{% endmacro %}
-
-{#- Whether Iceberg stages or redirects the writes into `relation` in this session: the table has
-    write.wap.enabled (`true` in any case, as Iceberg reads it: nothing around it) and the
-    session sets spark.wap.id or spark.wap.branch. -#}
-{% macro _stages_writes(relation) %}
-  {% set enabled = dbt_merge.run_sql('show tblproperties ' ~ relation ~ " ('write.wap.enabled')", 'dbt_merge_describe').rows %}
-  {{ return(enabled | length > 0 and (enabled[0][1] | string | lower) == 'true'
-            and dbt_merge._wap_settings() | length > 0) }}
 {% endmacro %}

@@ -138,16 +138,14 @@
   {% if not pinned or not modules.re.match('^-?[0-9]+$', pinned) %}
     {{ return(none) }}
   {% endif %}
-  {% if (properties.get('write.wap.enabled') or '') | lower == 'true' %}
-    {% set staging = dbt_merge._wap_settings() %}
-    {% if staging %}
-      {#- Iceberg would stage the branch's commit (spark.wap.id) or refuse it (spark.wap.branch):
-          the passes write the merge as the session asks (staged), counted before they write -#}
-      {% do log('dbt_merge ' ~ model.name ~ ': ' ~ plan.target ~ ' has write.wap.enabled and the session sets '
-          ~ staging | join(', ') ~ ' (write-audit-publish): merged without a branch of the run, its changes '
-          ~ 'counted before the write.', info=true) %}
-      {{ return(none) }}
-    {% endif %}
+  {% set staging = dbt_merge._table_wap_settings(plan) %}
+  {% if staging %}
+    {#- Iceberg would stage the branch's commit (spark.wap.id) or refuse it (spark.wap.branch):
+        the passes write the merge as the session asks (staged), counted before they write -#}
+    {% do log('dbt_merge ' ~ model.name ~ ': ' ~ plan.target ~ ' has write.wap.enabled and the session sets '
+        ~ staging | join(', ') ~ ' (write-audit-publish): merged without a branch of the run, its changes '
+        ~ 'counted before the write.', info=true) %}
+    {{ return(none) }}
   {% endif %}
   {% set version = properties.get('format-version') or '' %}
   {% set keys = dbt_merge._keys_signature(plan.key_columns) %}
@@ -533,9 +531,10 @@
          else ', not a commit on ' ~ pinned)) %}
   {{ return("the MERGE into this run's branch " ~ branch ~ " of " ~ plan.target ~ " should have left one commit "
       ~ "on snapshot " ~ pinned ~ ", but " ~ found ~ ". This run cannot prove what it wrote, so nothing was "
-      ~ "published: the table is as it was. A session that stages Iceberg writes (spark.wap.id with "
-      ~ "write.wap.enabled) or another job moving or dropping the package's branches does this; unset "
-      ~ "spark.wap.id for the run, then run it again.") }}
+      ~ "published to main. A session that stages Iceberg writes (spark.wap.id with write.wap.enabled, "
+      ~ "under a name this run could not read: a redaction regex) or another job moving or dropping the "
+      ~ "package's branches does this; a staged commit (a snapshot with that wap.id, not in main) may be "
+      ~ "left. Unset spark.wap.id for the run, leave the package's branches alone, then run it again.") }}
 {% endmacro %}
 
 {#- Drop the branches a run of the package left (a statement failed inside Spark, or the run was
@@ -575,6 +574,34 @@
     {% endif %}
   {% endfor %}
   {{ return(found) }}
+{% endmacro %}
+
+{#- The session's WAP settings (_wap_settings) that Iceberg applies to the writes into
+    plan.target: those set, when the table has write.wap.enabled (`true` in any case, nothing
+    trimmed, as Iceberg reads it: red team helper-62), else [] (Iceberg ignores them). The
+    properties the run read with the table's columns (plan.target_properties, DESCRIBE's listing)
+    answer when they do not name the property; a listing that names it is asked again by name
+    (SHOW TBLPROPERTIES), since another property's value can carry it ('notes'='a=1,
+    write.wap.enabled=true' lists as the table's, red team helper-63). A session that sets both
+    spark.wap.id and spark.wap.branch is refused here, nothing written: Iceberg fails every write
+    into such a table with its raw 'Cannot set both WAP ID and branch' (red team helper-64). -#}
+{% macro _table_wap_settings(plan) %}
+  {% set listed = plan.get('target_properties') %}
+  {% if listed is not none and 'write.wap.enabled' not in listed %}
+    {{ return([]) }}
+  {% endif %}
+  {% set enabled = dbt_merge.run_sql('show tblproperties ' ~ plan.target ~ " ('write.wap.enabled')", 'dbt_merge_describe').rows %}
+  {% if not (enabled | length > 0 and (enabled[0][1] | string | lower) == 'true') %}
+    {{ return([]) }}
+  {% endif %}
+  {% set settings = dbt_merge._wap_settings() %}
+  {% if settings | length > 1 %}
+    {{ dbt_merge.raise_merge_error("the session sets both " ~ settings | join(' and ') ~ ", and " ~ plan.target
+        ~ " has write.wap.enabled: Iceberg refuses every write into it with both ('Cannot set both WAP ID and "
+        ~ "branch'). Unset one of them (spark.wap.id stages the merge's commit, spark.wap.branch writes it "
+        ~ "into that branch), then run the merge again. The target was not changed.") }}
+  {% endif %}
+  {{ return(settings) }}
 {% endmacro %}
 
 {#- The key columns as the record names them: a digest of their lower-case names, each with its

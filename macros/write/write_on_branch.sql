@@ -21,7 +21,8 @@
     snapshot (a table with no commit yet: nothing to make a branch at), nor where branches
     cannot be made (a session without Iceberg's SQL extensions; merge_dataframe makes its own),
     nor in a session that stages the table's writes (write-audit-publish: Iceberg would stage
-    the branch's commit, or refuse it): those are merged in place, as before. -#}
+    the branch's commit, or refuse it): those are merged in place, as before, except a session
+    whose WAP branch is `main`, which Iceberg writes in place unchecked: refused. -#}
 {% macro _publishes_on_branch(plan, storage) %}
   {% if storage.provider != 'iceberg' or plan.get('snapshot') is none %}
     {{ return(false) }}
@@ -33,15 +34,27 @@
       {% do properties.update({row[0]: row[1] | string}) %}
     {% endfor %}
   {% endif %}
+  {#- the session's WAP settings for this table (both at once refused there, for every MERGE) -#}
+  {% set staging = dbt_merge._table_wap_settings(plan) %}
   {% set isolation = (properties.get('write.merge.isolation-level') or 'serializable') | string | trim | lower %}
   {% if isolation == 'serializable' or not dbt_merge._branches_available(plan) %}
     {{ return(false) }}
   {% endif %}
-  {#- whether the table stages writes, asked by its name (_stages_writes), not from the listing,
-      which can carry it inside another property's value (`'notes'='a=1,write.wap.enabled=true'`),
-      taken for the table's (red team helper-63: merged in place, the key held twice); read as
-      Iceberg reads it (a value with a space is WAP off, red team helper-62) -#}
-  {{ return(not dbt_merge._stages_writes(plan.target)) }}
+  {% if 'spark.wap.branch=main' in staging %}
+    {#- Iceberg writes the WAP branch `main` straight into the table, and refuses a write into any
+        other branch: neither a branch of the run nor a checked write (red team helper-64: merged
+        in place, another application's append kept under the MERGE, the key held twice) -#}
+    {{ dbt_merge.raise_merge_error(plan.target ~ " has write.merge.isolation-level=" ~ isolation
+        ~ ", so Iceberg does not check a MERGE against what other writers commit while it runs, and the merge "
+        ~ "writes it through a branch of its own, published only if nothing was committed meanwhile. But the "
+        ~ "table has write.wap.enabled and the session sets spark.wap.branch=main: Iceberg would write straight "
+        ~ "into main, unchecked (a key another writer adds meanwhile would be held twice), and refuses any other "
+        ~ "branch. Unset spark.wap.branch (a write into main needs no WAP branch), or set the table's "
+        ~ "write.merge.isolation-level to serializable, then run the merge again. The target was not changed.") }}
+  {% endif %}
+  {#- a session that stages the table's writes (spark.wap.id) or sends them to another branch:
+      merged as it asks, in place (a branch of the run would be staged, or refused) -#}
+  {{ return(staging | length == 0) }}
 {% endmacro %}
 
 {#- `plan` writing into its run's branch `branch` instead of the table: no snapshot guard (the
