@@ -165,6 +165,8 @@
   {% elif plan.history %}
     {#-- a history table: its checks, classes, counts and write (macros/*/..history..) --#}
     {% do plan.update(dbt_merge.counted_snapshot(plan.target, plan.target_storage, plan.target_properties)) %}
+    {#- a write the session's settings would refuse: refused before anything is written -#}
+    {% do dbt_merge.check_write_session(plan) %}
     {% set target_state = dbt_merge.check_history_target(plan) %}
     {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_history_sql(plan, target_state), pin='stage') %}
     {% do work_relations.insert(0, [plan.changes, true]) %}
@@ -184,6 +186,7 @@
     {% if stats is none %}
       {#-- the table state counted, checked and written: the write refuses a table that changed since --#}
       {% do plan.update(dbt_merge.counted_snapshot(plan.target, plan.target_storage, plan.target_properties)) %}
+      {% do dbt_merge.check_write_session(plan) %}
       {#- a target written by the front end's writer: the rows the SELECT may match (scope_target) -#}
       {% do plan.update(dbt_merge.scope_target(plan)) %}
       {% set keep_changes = dbt_merge.materialize_changes(plan) %}

@@ -40,21 +40,49 @@
   {% if isolation == 'serializable' or not dbt_merge._branches_available(plan) %}
     {{ return(false) }}
   {% endif %}
-  {% if 'spark.wap.branch=main' in staging %}
-    {#- Iceberg writes the WAP branch `main` straight into the table, and refuses a write into any
-        other branch: neither a branch of the run nor a checked write (red team helper-64: merged
-        in place, another application's append kept under the MERGE, the key held twice) -#}
+  {% set wap_branch = namespace(value=none) %}
+  {% for setting in staging if setting.startswith('spark.wap.branch=') %}
+    {% set wap_branch.value = setting[17:] %}
+  {% endfor %}
+  {#- Iceberg writes the WAP branch `main` straight into the table, and refuses a write into any
+      other branch: neither a branch of the run nor a checked write (red team helper-64: merged
+      in place, another application's append kept under the MERGE, the key held twice). A value
+      Spark shows redacted may be `main` (red team helper-65: taken for another, the same). -#}
+  {% set redacted = wap_branch.value is not none and '*********(redacted)' in wap_branch.value %}
+  {% if wap_branch.value == 'main' or redacted %}
     {{ dbt_merge.raise_merge_error(plan.target ~ " has write.merge.isolation-level=" ~ isolation
         ~ ", so Iceberg does not check a MERGE against what other writers commit while it runs, and the merge "
         ~ "writes it through a branch of its own, published only if nothing was committed meanwhile. But the "
-        ~ "table has write.wap.enabled and the session sets spark.wap.branch=main: Iceberg would write straight "
-        ~ "into main, unchecked (a key another writer adds meanwhile would be held twice), and refuses any other "
-        ~ "branch. Unset spark.wap.branch (a write into main needs no WAP branch), or set the table's "
-        ~ "write.merge.isolation-level to serializable, then run the merge again. The target was not changed.") }}
+        ~ "table has write.wap.enabled and the session sets spark.wap.branch="
+        ~ (wap_branch.value ~ " (redacted by spark.sql.redaction.options.regex: it may be main)" if redacted else "main")
+        ~ ": Iceberg would write straight into main, unchecked (a key another writer adds meanwhile would be "
+        ~ "held twice), and refuses any other branch. Unset spark.wap.branch (a write into main needs no WAP "
+        ~ "branch)" ~ (", or narrow spark.sql.redaction.options.regex so that it matches neither spark.wap.branch "
+        ~ "nor its value" if redacted else "") ~ ", or set the table's write.merge.isolation-level to serializable, "
+        ~ "then run the merge again. The target was not changed.") }}
   {% endif %}
   {#- a session that stages the table's writes (spark.wap.id) or sends them to another branch:
       merged as it asks, in place (a branch of the run would be staged, or refused) -#}
   {{ return(staging | length == 0) }}
+{% endmacro %}
+
+{#- Refuse, before anything is written (a schema change, a dry run's report), a run whose write
+    the session's WAP settings would refuse (_publishes_on_branch, _table_wap_settings): the
+    same decision the write makes, asked once the run has counted its snapshot (red team
+    helper-65: refused only at the write, a column append_new_columns added was left, the
+    message saying the target was not changed). No statement for a table whose properties, as
+    the run read them, name no write.wap.enabled and keep the default isolation. -#}
+{% macro check_write_session(plan) %}
+  {{ return(adapter.dispatch('check_write_session', 'dbt_merge')(plan)) }}
+{% endmacro %}
+
+{% macro default__check_write_session(plan) %}
+{% endmacro %}
+
+{% macro spark__check_write_session(plan) %}
+  {% if (plan.target_storage or {}).get('provider') == 'iceberg' %}
+    {% do dbt_merge._publishes_on_branch(plan, plan.target_storage) %}
+  {% endif %}
 {% endmacro %}
 
 {#- `plan` writing into its run's branch `branch` instead of the table: no snapshot guard (the

@@ -810,3 +810,42 @@ def test_dbt_refuses_a_target_the_session_caches(db, tmp_path):
         spark.sql(f"refresh table {DB}.{name}")
         assert rows_of(spark, f"{DB}.{name}") == [(1, "a"), (2, "b"), (10, "x"), (11, "y")]
         assert branches(spark, f"{DB}.{name}") == []
+
+
+@pytest.mark.parametrize("db", ["spark"], indirect=True)
+def test_dbt_refuses_wap_sessions_it_cannot_check(db, tmp_path):
+    """dbt (session method): tables with write.wap.enabled in a session that sets
+    spark.wap.branch=main, with spark.wap.branch's value redacted by the user's
+    spark.sql.redaction.options.regex. A table set to snapshot isolation is refused before
+    anything is written, its new column not added (red team helper-64: Iceberg wrote the MERGE
+    straight into main, unchecked, the key held twice; helper-65: a redacted value was taken for
+    another branch, the same, and a refusal at the write left the column added); a serializable
+    one, which Iceberg checks itself, is merged into main with its counts."""
+    spark = db.engine.spark
+    props = {"format-version": "2", "write.wap.enabled": "true"}
+    make(spark, "d_wap_si", [(1, "a"), (2, "b")],
+         {**props, "write.merge.isolation-level": "snapshot"})
+    make(spark, "d_wap_serializable", [(1, "a"), (2, "b")], props)
+    select = ("select cast(1 as bigint) as id, 'A' as name, 'x' as extra "
+              "union all select 3, 'c', 'y'")
+    root = project(db, tmp_path, "branch_trust_wap", {
+        m: ({"schema": DB, "unique_key": "id", "on_schema_change": "append_new_columns"}, select)
+        for m in ("d_wap_si", "d_wap_serializable")})
+    spark.conf.set("spark.wap.branch", "main")
+    spark.conf.set("spark.sql.redaction.options.regex", "(?i)branch")
+    try:
+        run = run_dbt(["run", "--threads", "1"], root, "spark", PROFILES_DIR)
+    finally:
+        spark.conf.unset("spark.wap.branch")
+        spark.conf.unset("spark.sql.redaction.options.regex")
+    said = message(run, "d_wap_si")
+    assert "(redacted by spark.sql.redaction.options.regex: it may be main)" in said, said
+    assert "The target was not changed" in said, said
+    assert rows_of(spark, f"{DB}.d_wap_si") == [(1, "a"), (2, "b")]
+    assert [c.name for c in spark.table(f"{DB}.d_wap_si").schema] == ["id", "name"]
+    assert "1 inserted, 1 updated, 0 deleted, 0 unchanged, 3 total" in message(
+        run, "d_wap_serializable")
+    assert rows_of(spark, f"{DB}.d_wap_serializable") == [(1, "A", "x"), (2, "b", None),
+                                                          (3, "c", "y")]
+    for model in ("d_wap_si", "d_wap_serializable"):
+        assert branches(spark, f"{DB}.{model}") == [], model
