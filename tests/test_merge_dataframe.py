@@ -1833,3 +1833,29 @@ def test_wap_branch_main_on_a_serializable_table_merges_in_place(spark, request)
     assert (result.inserted, result.updated, result.total) == (2, 2, 12)
     spark.sql(f"refresh table {table}")
     assert [r[0] for r in _live(spark, table, {}) if r[1] == "new"] == [5, 6, 11, 12]
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("level, options", [
+    ("snapshot ", {}),
+    ("none", {"strategy": "full_merge", "max_delete_fraction": 1}),
+    ("snapshot ", {"strategy": "history"}),
+], ids=["trailing_space_upsert", "none_full_merge", "trailing_space_history"])
+def test_an_isolation_level_iceberg_does_not_know_is_refused(spark, level, options):
+    """write.merge.isolation-level set to a value Iceberg does not know ('snapshot ', 'none'):
+    Iceberg fails every MERGE into the table with its raw 'Invalid isolation level' (and the
+    value, not serializable, sent the MERGE into a branch of the run, which the failed statement
+    left in a dbt run). Refused before anything is made, naming the property and the fix; the
+    table as it was, no branch."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+
+    table = _snapshot_isolation_table(spark, "bad_isolation", "'format-version' = '2'", options)
+    spark.sql(f"alter table {table} set tblproperties "
+              f"('write.merge.isolation-level' = '{level}')")
+    before = _live(spark, table, options)
+    frame = spark.createDataFrame([(k, "new", 2) for k in (5, 6, 11, 12)], COLUMNS)
+    with pytest.raises(MergeError, match=re.escape(
+            f"has write.merge.isolation-level='{level}', which is not an isolation level")):
+        merge_dataframe(frame, table, key_columns="id", **options)
+    assert _live(spark, table, options) == before
+    assert not spark.sql(f"select * from {table}.refs where name <> 'main'").collect()

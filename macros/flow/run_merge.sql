@@ -182,6 +182,8 @@
     {#-- one write into a branch, counted from its commit, then published, where the table's
          commits can say (commit_counts_applies; decided after the check: an empty increment
          never asks); none: the passes --#}
+    {#- a table every MERGE into fails (its isolation level), refused before anything is made -#}
+    {% do dbt_merge.check_write_session(plan) %}
     {% set stats = dbt_merge.merge_on_branch(plan) if dbt_merge.commit_counts_applies(plan, cfg) else none %}
     {% if stats is none %}
       {#-- the table state counted, checked and written: the write refuses a table that changed since --#}

@@ -81,8 +81,40 @@
 
 {% macro spark__check_write_session(plan) %}
   {% if (plan.target_storage or {}).get('provider') == 'iceberg' %}
-    {% do dbt_merge._publishes_on_branch(plan, plan.target_storage) %}
+    {% do dbt_merge._check_isolation_level(plan) %}
+    {% if plan.get('snapshot') is not none %}
+      {% do dbt_merge._publishes_on_branch(plan, plan.target_storage) %}
+    {% endif %}
   {% endif %}
+{% endmacro %}
+
+{#- Refuse an Iceberg table whose write.merge.isolation-level is not a level Iceberg knows
+    (`serializable` or `snapshot`, in any case, nothing around them: IsolationLevel.fromName):
+    Iceberg fails every MERGE into it with its raw 'Invalid isolation level', on a branch of
+    the run too (which a failed statement leaves behind), while its INSERT OVERWRITE and UPDATE
+    go through. A value as DESCRIBE's listing gives it is read again by name before refusing
+    (another property's value can carry a piece that lists as this one); a value Spark shows
+    redacted cannot be told and is left to the write (taken as not serializable). -#}
+{% macro _check_isolation_level(plan) %}
+  {% set listed = plan.get('target_properties') %}
+  {% if listed is not none and 'write.merge.isolation-level' not in listed %}
+    {{ return(none) }}
+  {% endif %}
+  {% set known = ['serializable', 'snapshot'] %}
+  {% set level = none if listed is none else listed['write.merge.isolation-level'] | string %}
+  {% if level is not none and (level | lower in known or '*********(redacted)' in level) %}
+    {{ return(none) }}
+  {% endif %}
+  {% set rows = dbt_merge.run_sql('show tblproperties ' ~ plan.target ~ " ('write.merge.isolation-level')", 'dbt_merge_describe').rows %}
+  {% set level = rows[0][1] | string if rows | length > 0 else '' %}
+  {% if level | lower in known or '*********(redacted)' in level or 'does not have property' in level %}
+    {{ return(none) }}
+  {% endif %}
+  {{ dbt_merge.raise_merge_error(plan.target ~ " has write.merge.isolation-level='" ~ level ~ "', which is not an "
+      ~ "isolation level Iceberg knows (serializable or snapshot, nothing around them): Iceberg fails every MERGE "
+      ~ "into the table ('Invalid isolation level'). Set it to one of them (alter table " ~ plan.target
+      ~ " set tblproperties ('write.merge.isolation-level'='serializable'), Iceberg's default) or unset it, "
+      ~ "then run the merge again. The target was not changed.") }}
 {% endmacro %}
 
 {#- `plan` writing into its run's branch `branch` instead of the table: no snapshot guard (the
