@@ -1859,3 +1859,40 @@ def test_an_isolation_level_iceberg_does_not_know_is_refused(spark, level, optio
         merge_dataframe(frame, table, key_columns="id", **options)
     assert _live(spark, table, options) == before
     assert not spark.sql(f"select * from {table}.refs where name <> 'main'").collect()
+
+
+@pytest.mark.spark
+def test_wap_set_by_another_thread_after_the_check_says_the_column_change_stays(
+        spark, monkeypatch, request):
+    """Another thread of the session sets spark.wap.branch=main after the run checked the
+    session's settings, just before its schema change (sync_all_columns drops `updated_at`): the
+    write refuses it, and its message says the column change stays (red team helper-66: "The
+    target was not changed" while the dropped column was gone). The rows are as they were."""
+    from dbt_merge.spark import MergeError, merge_dataframe
+    from dbt_merge.spark import session as spark_session
+
+    table = _snapshot_isolation_table(
+        spark, "wap_after_check", "'format-version' = '2', 'write.wap.enabled' = 'true'", {})
+    request.addfinalizer(lambda: spark.conf.unset("spark.wap.branch"))
+    original = spark_session.SparkRunner.statement
+    fired: list[str] = []
+
+    def statement(self, sql, _original=original):
+        if " ".join(sql.split()).lower().startswith("alter table") and not fired:
+            fired.append(sql)
+            spark.conf.set("spark.wap.branch", "main")
+        return _original(self, sql)
+
+    monkeypatch.setattr(spark_session.SparkRunner, "statement", statement)
+    frame = spark.createDataFrame([(k, "new") for k in (5, 6, 11, 12)], "id int, name string")
+    with pytest.raises(MergeError, match="spark.wap.branch=main") as raised:
+        merge_dataframe(frame, table, key_columns="id", on_schema_change="sync_all_columns")
+    monkeypatch.undo()
+    spark.conf.unset("spark.wap.branch")
+    assert fired
+    said = str(raised.value)
+    assert "the column change on_schema_change made before the write stays" in said, said
+    assert "The target was not changed" not in said, said
+    spark.sql(f"refresh table {table}")
+    assert sorted(tuple(r) for r in spark.table(table).collect()) == [
+        (k, "old") for k in range(1, 11)]

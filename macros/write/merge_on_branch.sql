@@ -125,8 +125,9 @@
   {#- one statement for what the table says of itself: its snapshot, its format, the package's
       record of its keys, whether it stages writes (WAP) -#}
   {% set properties = {} %}
-  {% if plan.get('target_properties') is not none
+  {% set listed = plan.get('target_properties') is not none
         and modules.re.match('^-?[0-9]+$', plan.target_properties.get('current-snapshot-id') or '') %}
+  {% if listed %}
     {#- as read with the table's columns once the run reloaded it (described_target) -#}
     {% do properties.update(plan.target_properties) %}
   {% else %}
@@ -138,7 +139,7 @@
   {% if not pinned or not modules.re.match('^-?[0-9]+$', pinned) %}
     {{ return(none) }}
   {% endif %}
-  {% set staging = dbt_merge._table_wap_settings(plan) %}
+  {% set staging = dbt_merge._table_wap_settings(plan, {'properties': properties, 'exact': not listed}) %}
   {% if staging %}
     {#- Iceberg would stage the branch's commit (spark.wap.id) or refuse it (spark.wap.branch):
         the passes write the merge as the session asks (staged), counted before they write -#}
@@ -585,13 +586,17 @@
     write.wap.enabled=true' lists as the table's, red team helper-63). A session that sets both
     spark.wap.id and spark.wap.branch is refused here, nothing written: Iceberg fails every write
     into such a table with its raw 'Cannot set both WAP ID and branch' (red team helper-64). -#}
-{% macro _table_wap_settings(plan) %}
-  {% set listed = plan.get('target_properties') %}
-  {% if listed is not none and 'write.wap.enabled' not in listed %}
+{% macro _table_wap_settings(plan, read=none, at_write=true) %}
+  {% set read = read or dbt_merge._write_properties(plan) %}
+  {% if 'write.wap.enabled' not in read.properties %}
     {{ return([]) }}
   {% endif %}
-  {% set enabled = dbt_merge.run_sql('show tblproperties ' ~ plan.target ~ " ('write.wap.enabled')", 'dbt_merge_describe').rows %}
-  {% set value = enabled[0][1] | string if enabled | length > 0 else '' %}
+  {% if read.exact %}
+    {% set value = read.properties['write.wap.enabled'] | string %}
+  {% else %}
+    {% set enabled = dbt_merge.run_sql('show tblproperties ' ~ plan.target ~ " ('write.wap.enabled')", 'dbt_merge_describe').rows %}
+    {% set value = enabled[0][1] | string if enabled | length > 0 else '' %}
+  {% endif %}
   {% if '*********(redacted)' in value %}
     {#- hidden by spark.sql.redaction.options.regex: whether Iceberg stages or redirects the
         writes cannot be told, which matters only to a session that sets WAP (red team
@@ -604,7 +609,7 @@
           ~ "cannot tell whether Iceberg stages its write or sends it to another branch, so it cannot choose "
           ~ "a write it can check. Narrow spark.sql.redaction.options.regex so that it matches neither "
           ~ "write.wap.enabled nor the WAP settings, or unset the WAP settings, then run the merge again. "
-          ~ "The target was not changed.") }}
+          ~ dbt_merge._refused_target_note(plan, at_write)) }}
     {% endif %}
     {{ return([]) }}
   {% endif %}
@@ -616,7 +621,7 @@
     {{ dbt_merge.raise_merge_error("the session sets both " ~ settings | join(' and ') ~ ", and " ~ plan.target
         ~ " has write.wap.enabled: Iceberg refuses every write into it with both ('Cannot set both WAP ID and "
         ~ "branch'). Unset one of them (spark.wap.id stages the merge's commit, spark.wap.branch writes it "
-        ~ "into that branch), then run the merge again. The target was not changed.") }}
+        ~ "into that branch), then run the merge again. " ~ dbt_merge._refused_target_note(plan, at_write)) }}
   {% endif %}
   {{ return(settings) }}
 {% endmacro %}

@@ -23,19 +23,14 @@
     nor in a session that stages the table's writes (write-audit-publish: Iceberg would stage
     the branch's commit, or refuse it): those are merged in place, as before, except a session
     whose WAP branch is `main`, which Iceberg writes in place unchecked: refused. -#}
-{% macro _publishes_on_branch(plan, storage) %}
+{% macro _publishes_on_branch(plan, storage, at_write=true, read=none) %}
   {% if storage.provider != 'iceberg' or plan.get('snapshot') is none %}
     {{ return(false) }}
   {% endif %}
-  {% set properties = plan.get('target_properties') %}
-  {% if properties is none %}
-    {% set properties = {} %}
-    {% for row in dbt_merge.run_sql('show tblproperties ' ~ plan.target, 'dbt_merge_describe').rows %}
-      {% do properties.update({row[0]: row[1] | string}) %}
-    {% endfor %}
-  {% endif %}
+  {% set read = read or dbt_merge._write_properties(plan) %}
+  {% set properties = read.properties %}
   {#- the session's WAP settings for this table (both at once refused there, for every MERGE) -#}
-  {% set staging = dbt_merge._table_wap_settings(plan) %}
+  {% set staging = dbt_merge._table_wap_settings(plan, read, at_write) %}
   {% set isolation = (properties.get('write.merge.isolation-level') or 'serializable') | string | trim | lower %}
   {% if isolation == 'serializable' or not dbt_merge._branches_available(plan) %}
     {{ return(false) }}
@@ -59,7 +54,7 @@
         ~ "held twice), and refuses any other branch. Unset spark.wap.branch (a write into main needs no WAP "
         ~ "branch)" ~ (", or narrow spark.sql.redaction.options.regex so that it matches neither spark.wap.branch "
         ~ "nor its value" if redacted else "") ~ ", or set the table's write.merge.isolation-level to serializable, "
-        ~ "then run the merge again. The target was not changed.") }}
+        ~ "then run the merge again. " ~ dbt_merge._refused_target_note(plan, at_write)) }}
   {% endif %}
   {#- a session that stages the table's writes (spark.wap.id) or sends them to another branch:
       merged as it asks, in place (a branch of the run would be staged, or refused) -#}
@@ -81,11 +76,39 @@
 
 {% macro spark__check_write_session(plan) %}
   {% if (plan.target_storage or {}).get('provider') == 'iceberg' %}
-    {% do dbt_merge._check_isolation_level(plan) %}
+    {% set read = dbt_merge._write_properties(plan) %}
+    {% do dbt_merge._check_isolation_level(plan, read) %}
     {% if plan.get('snapshot') is not none %}
-      {% do dbt_merge._publishes_on_branch(plan, plan.target_storage) %}
+      {% do dbt_merge._publishes_on_branch(plan, plan.target_storage, false, read) %}
     {% endif %}
   {% endif %}
+{% endmacro %}
+
+{#- The table's properties for the write's decisions: {properties: {name: value}, exact}: as the
+    run read them with its columns (plan.target_properties, DESCRIBE's listing: not exact, a
+    piece of another property's value can list as a property of its own), else read now with
+    SHOW TBLPROPERTIES (exact). -#}
+{% macro _write_properties(plan) %}
+  {% if plan.get('target_properties') is not none %}
+    {{ return({'properties': plan.target_properties, 'exact': false}) }}
+  {% endif %}
+  {% set properties = {} %}
+  {% for row in dbt_merge.run_sql('show tblproperties ' ~ plan.target, 'dbt_merge_describe').rows %}
+    {% do properties.update({row[0]: row[1] | string}) %}
+  {% endfor %}
+  {{ return({'properties': properties, 'exact': true}) }}
+{% endmacro %}
+
+{#- How a refusal of the write's session settings ends: before the write nothing was changed;
+    at the write (another thread changed the settings after the early check), a column change
+    on_schema_change made before it stays (red team helper-66: "The target was not changed"
+    while a column sync_all_columns dropped was gone). -#}
+{% macro _refused_target_note(plan, at_write) %}
+  {% if at_write and dbt_merge.schema_changes_any(plan.get('schema')) %}
+    {{ return("No row was written, but the column change on_schema_change made before the write stays "
+        ~ "(the session's settings changed after the run checked them).") }}
+  {% endif %}
+  {{ return("The target was not changed.") }}
 {% endmacro %}
 
 {#- Refuse an Iceberg table whose write.merge.isolation-level is not a level Iceberg knows
@@ -95,20 +118,21 @@
     go through. A value as DESCRIBE's listing gives it is read again by name before refusing
     (another property's value can carry a piece that lists as this one); a value Spark shows
     redacted cannot be told and is left to the write (taken as not serializable). -#}
-{% macro _check_isolation_level(plan) %}
-  {% set listed = plan.get('target_properties') %}
-  {% if listed is not none and 'write.merge.isolation-level' not in listed %}
-    {{ return(none) }}
-  {% endif %}
+{% macro _check_isolation_level(plan, read) %}
   {% set known = ['serializable', 'snapshot'] %}
-  {% set level = none if listed is none else listed['write.merge.isolation-level'] | string %}
-  {% if level is not none and (level | lower in known or '*********(redacted)' in level) %}
+  {% if 'write.merge.isolation-level' not in read.properties %}
     {{ return(none) }}
   {% endif %}
-  {% set rows = dbt_merge.run_sql('show tblproperties ' ~ plan.target ~ " ('write.merge.isolation-level')", 'dbt_merge_describe').rows %}
-  {% set level = rows[0][1] | string if rows | length > 0 else '' %}
-  {% if level | lower in known or '*********(redacted)' in level or 'does not have property' in level %}
+  {% set level = read.properties['write.merge.isolation-level'] | string %}
+  {% if level | lower in known or '*********(redacted)' in level %}
     {{ return(none) }}
+  {% endif %}
+  {% if not read.exact %}
+    {% set rows = dbt_merge.run_sql('show tblproperties ' ~ plan.target ~ " ('write.merge.isolation-level')", 'dbt_merge_describe').rows %}
+    {% set level = rows[0][1] | string if rows | length > 0 else '' %}
+    {% if level | lower in known or '*********(redacted)' in level or 'does not have property' in level %}
+      {{ return(none) }}
+    {% endif %}
   {% endif %}
   {{ dbt_merge.raise_merge_error(plan.target ~ " has write.merge.isolation-level='" ~ level ~ "', which is not an "
       ~ "isolation level Iceberg knows (serializable or snapshot, nothing around them): Iceberg fails every MERGE "

@@ -266,3 +266,51 @@ def test_statements_of_a_steady_state_run(db, tmp_path):
             assert counted[model] <= budget[kind], (day, model, counted[model])
         # by default no table kind writes once into a branch (dbt_merge_commit_counts unset)
         assert not branched, (day, branched)
+
+
+#: the same over a Thrift server (dbt's `thrift` method, a cluster; no Iceberg extensions there,
+#: so no branches, and format 3 copy-on-write is refused: merge-on-read, copy-on-write and parquet)
+THRIFT_STATEMENTS = {"mor": 14, "cow": 14, "parquet": 23}
+THRIFT_EMPTY_STATEMENTS = {"mor": 13, "cow": 13, "parquet": 14}
+
+
+@pytest.mark.spark
+@pytest.mark.thrift
+@pytest.mark.parametrize("db", ["spark_thrift"], indirect=True)
+def test_statements_of_a_steady_state_run_over_thrift(db, tmp_path):
+    """As test_statements_of_a_steady_state_run, over a Thrift server, where each statement is a
+    round trip: two runs of a 4-row upsert (the first after another writer), then an empty
+    increment; the statements dbt ran for each model in the second and third are at most these
+    counts."""
+    s = "statement_counts_thrift"
+    db.engine.setup(s)
+    kinds = {k: SPARK_KINDS[k] for k in THRIFT_STATEMENTS}
+    models = {}
+    for kind, (fmt, props) in kinds.items():
+        _create(db, s, f"t_{kind}", fmt, props)
+        models[f"t_{kind}"] = (
+            {"schema": s, "unique_key": "id", "file_format": fmt, "tblproperties": props},
+            "{% if var('empty', false) %}" + EMPTY + "{% else %}"
+            "select cast(id as bigint) as id, concat('r{{ var(\"day\") }}_', cast(id as string))"
+            " as name from range(8, 12){% endif %}")
+    root = project(db, tmp_path, "statement_counts_thrift", models)
+    counted: dict[str, int] = {}
+
+    def collect(event) -> None:
+        if event.info.name == "SQLQuery" and event.data.node_info:
+            name = event.data.node_info.node_name
+            counted[name] = counted.get(name, 0) + 1
+
+    for day, empty in ((1, False), (2, False), (3, True)):
+        counted.clear()
+        run = run_dbt(["run"], root, "spark_thrift", PROFILES_DIR, callbacks=[collect],
+                      vars={"day": day, "empty": empty})
+        if day == 1:
+            continue
+        budget = THRIFT_EMPTY_STATEMENTS if empty else THRIFT_STATEMENTS
+        for kind in kinds:
+            model = f"t_{kind}"
+            want = ("0 inserted, 0 updated, 0 deleted, 0 unchanged, 12 total" if empty
+                    else "0 inserted, 4 updated, 0 deleted, 0 unchanged, 12 total")
+            assert want in message(run, model), (day, model, message(run, model))
+            assert counted[model] <= budget[kind], (day, model, counted[model])
