@@ -164,8 +164,10 @@
     {% set stats = {'skipped': skipped} %}
   {% elif plan.history %}
     {#-- a history table: its checks, classes, counts and write (macros/*/..history..) --#}
+    {#- a table every MERGE into fails, then a write the session's settings would refuse:
+        refused before anything is written -#}
+    {% do dbt_merge.check_write_session(plan) %}
     {% do plan.update(dbt_merge.counted_snapshot(plan.target, plan.target_storage, plan.target_properties)) %}
-    {#- a write the session's settings would refuse: refused before anything is written -#}
     {% do dbt_merge.check_write_session(plan) %}
     {% set target_state = dbt_merge.check_history_target(plan) %}
     {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_history_sql(plan, target_state), pin='stage') %}

@@ -76,8 +76,8 @@
 {% macro spark__commit_counts_applies(plan, cfg) %}
   {% if plan.history %}{{ return(false) }}{% endif %}{#- a history merge closes and inserts versions: the passes -#}
   {% set storage = plan.target_storage %}
-  {% set isolation = ((plan.get('target_properties') or {}).get('write.merge.isolation-level') or '') | lower %}
-  {% set asked = var('dbt_merge_commit_counts', false) or isolation == 'snapshot' %}
+  {% set isolation = dbt_merge._isolation_level((plan.get('target_properties') or {}).get('write.merge.isolation-level') or '') %}
+  {% set asked = var('dbt_merge_commit_counts', false) or isolation == 'SNAPSHOT' %}
   {% if not asked or cfg.dry_run or not storage or storage.provider != 'iceberg' %}
     {{ return(false) }}
   {% endif %}

@@ -31,8 +31,8 @@
   {% set properties = read.properties %}
   {#- the session's WAP settings for this table (both at once refused there, for every MERGE) -#}
   {% set staging = dbt_merge._table_wap_settings(plan, read, at_write) %}
-  {% set isolation = (properties.get('write.merge.isolation-level') or 'serializable') | string | trim | lower %}
-  {% if isolation == 'serializable' or not dbt_merge._branches_available(plan) %}
+  {% set isolation = (properties.get('write.merge.isolation-level') or 'serializable') | string %}
+  {% if dbt_merge._isolation_level(isolation) == 'SERIALIZABLE' or not dbt_merge._branches_available(plan) %}
     {{ return(false) }}
   {% endif %}
   {% set wap_branch = namespace(value=none) %}
@@ -61,12 +61,13 @@
   {{ return(staging | length == 0) }}
 {% endmacro %}
 
-{#- Refuse, before anything is written (a schema change, a dry run's report), a run whose write
-    the session's WAP settings would refuse (_publishes_on_branch, _table_wap_settings): the
-    same decision the write makes, asked once the run has counted its snapshot (red team
-    helper-65: refused only at the write, a column append_new_columns added was left, the
+{#- Refuse, before anything is written (a schema change, a dry run's report): asked before the
+    run counts (no plan.snapshot yet), a table every MERGE into fails (_check_isolation_level);
+    asked once it counted its snapshot, a run whose write the session's WAP settings would
+    refuse (_publishes_on_branch, _table_wap_settings: the same decision the write makes; red
+    team helper-65: refused only at the write, a column append_new_columns added was left, the
     message saying the target was not changed). No statement for a table whose properties, as
-    the run read them, name no write.wap.enabled and keep the default isolation. -#}
+    the run read them, name neither write.wap.enabled nor an isolation level. -#}
 {% macro check_write_session(plan) %}
   {{ return(adapter.dispatch('check_write_session', 'dbt_merge')(plan)) }}
 {% endmacro %}
@@ -77,8 +78,10 @@
 {% macro spark__check_write_session(plan) %}
   {% if (plan.target_storage or {}).get('provider') == 'iceberg' %}
     {% set read = dbt_merge._write_properties(plan) %}
-    {% do dbt_merge._check_isolation_level(plan, read) %}
-    {% if plan.get('snapshot') is not none %}
+    {% if plan.get('snapshot') is none %}
+      {#- asked before the run counts (a table with no commit yet: at both asks) -#}
+      {% do dbt_merge._check_isolation_level(plan, read) %}
+    {% else %}
       {% do dbt_merge._publishes_on_branch(plan, plan.target_storage, false, read) %}
     {% endif %}
   {% endif %}
@@ -111,6 +114,15 @@
   {{ return("The target was not changed.") }}
 {% endmacro %}
 
+{#- The isolation level Iceberg reads from a write.merge.isolation-level value: 'SERIALIZABLE',
+    'SNAPSHOT', or none for a value it refuses. Iceberg upper-cases the name as Java does
+    (IsolationLevel.fromName, Locale.ENGLISH), which maps 'ſ' to 'S' and 'ı' to 'I', as
+    Python's upper() does: compared in lower case, 'ſnapshot' was refused (red team helper-67). -#}
+{% macro _isolation_level(value) %}
+  {% set name = (value | string) | upper %}
+  {{ return(name if name in ['SERIALIZABLE', 'SNAPSHOT'] else none) }}
+{% endmacro %}
+
 {#- Refuse an Iceberg table whose write.merge.isolation-level is not a level Iceberg knows
     (`serializable` or `snapshot`, in any case, nothing around them: IsolationLevel.fromName):
     Iceberg fails every MERGE into it with its raw 'Invalid isolation level', on a branch of
@@ -119,20 +131,21 @@
     (another property's value can carry a piece that lists as this one); a value Spark shows
     redacted cannot be told and is left to the write (taken as not serializable). -#}
 {% macro _check_isolation_level(plan, read) %}
-  {% set known = ['serializable', 'snapshot'] %}
   {% if 'write.merge.isolation-level' not in read.properties %}
     {{ return(none) }}
   {% endif %}
   {% set level = read.properties['write.merge.isolation-level'] | string %}
-  {% if level | lower in known or '*********(redacted)' in level %}
-    {{ return(none) }}
-  {% endif %}
   {% if not read.exact %}
+    {#- the listing's value ends at the first comma ('snapshot,x=1' lists as 'snapshot', red
+        team helper-67): asked by name -#}
     {% set rows = dbt_merge.run_sql('show tblproperties ' ~ plan.target ~ " ('write.merge.isolation-level')", 'dbt_merge_describe').rows %}
     {% set level = rows[0][1] | string if rows | length > 0 else '' %}
-    {% if level | lower in known or '*********(redacted)' in level or 'does not have property' in level %}
+    {% if 'does not have property' in level %}
       {{ return(none) }}
     {% endif %}
+  {% endif %}
+  {% if dbt_merge._isolation_level(level) is not none or '*********(redacted)' in level %}
+    {{ return(none) }}
   {% endif %}
   {{ dbt_merge.raise_merge_error(plan.target ~ " has write.merge.isolation-level='" ~ level ~ "', which is not an "
       ~ "isolation level Iceberg knows (serializable or snapshot, nothing around them): Iceberg fails every MERGE "
