@@ -131,9 +131,7 @@
     {#- as read with the table's columns once the run reloaded it (described_target) -#}
     {% do properties.update(plan.target_properties) %}
   {% else %}
-    {% for row in dbt_merge.run_sql('show tblproperties ' ~ plan.target, 'dbt_merge_describe').rows %}
-      {% do properties.update({row[0]: row[1] | string}) %}
-    {% endfor %}
+    {% do properties.update(dbt_merge._table_properties(plan.target)) %}
   {% endif %}
   {% set pinned = properties.get('current-snapshot-id') %}
   {% if not pinned or not modules.re.match('^-?[0-9]+$', pinned) %}
@@ -594,8 +592,7 @@
   {% if read.exact %}
     {% set value = read.properties['write.wap.enabled'] | string %}
   {% else %}
-    {% set enabled = dbt_merge.run_sql('show tblproperties ' ~ plan.target ~ " ('write.wap.enabled')", 'dbt_merge_describe').rows %}
-    {% set value = enabled[0][1] | string if enabled | length > 0 else '' %}
+    {% set value = dbt_merge._table_property(plan.target, 'write.wap.enabled') %}
   {% endif %}
   {% if '*********(redacted)' in value %}
     {#- hidden by spark.sql.redaction.options.regex: whether Iceberg stages or redirects the

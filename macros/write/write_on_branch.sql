@@ -95,11 +95,23 @@
   {% if plan.get('target_properties') is not none %}
     {{ return({'properties': plan.target_properties, 'exact': false}) }}
   {% endif %}
+  {{ return({'properties': dbt_merge._table_properties(plan.target), 'exact': true}) }}
+{% endmacro %}
+
+{#- An Iceberg table's properties as SHOW TBLPROPERTIES gives them: {name: value as text}. -#}
+{% macro _table_properties(relation) %}
   {% set properties = {} %}
-  {% for row in dbt_merge.run_sql('show tblproperties ' ~ plan.target, 'dbt_merge_describe').rows %}
+  {% for row in dbt_merge.run_sql('show tblproperties ' ~ relation, 'dbt_merge_describe').rows %}
     {% do properties.update({row[0]: row[1] | string}) %}
   {% endfor %}
-  {{ return({'properties': properties, 'exact': true}) }}
+  {{ return(properties) }}
+{% endmacro %}
+
+{#- One property of a table, asked by its name (SHOW TBLPROPERTIES t ('name')): its value as
+    text, Spark's 'Table ... does not have property: ...' when unset, '' without a row. -#}
+{% macro _table_property(relation, name) %}
+  {% set rows = dbt_merge.run_sql('show tblproperties ' ~ relation ~ " ('" ~ name ~ "')", 'dbt_merge_describe').rows %}
+  {{ return(rows[0][1] | string if rows | length > 0 else '') }}
 {% endmacro %}
 
 {#- How a refusal of the write's session settings ends: before the write nothing was changed;
@@ -138,8 +150,7 @@
   {% if not read.exact %}
     {#- the listing's value ends at the first comma ('snapshot,x=1' lists as 'snapshot', red
         team helper-67): asked by name -#}
-    {% set rows = dbt_merge.run_sql('show tblproperties ' ~ plan.target ~ " ('write.merge.isolation-level')", 'dbt_merge_describe').rows %}
-    {% set level = rows[0][1] | string if rows | length > 0 else '' %}
+    {% set level = dbt_merge._table_property(plan.target, 'write.merge.isolation-level') %}
     {% if 'does not have property' in level %}
       {{ return(none) }}
     {% endif %}
