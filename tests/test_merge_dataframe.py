@@ -1600,6 +1600,31 @@ def _commit(session, sql: str, failed: list) -> None:
         failed.append(error)
 
 
+def _other_writer_before_the_write(monkeypatch, spark, pending: list, also=()) -> list:
+    """Commit the statements in `pending` (popped, one at a time) from another thread's session
+    right before each of the call's next writes (MERGE INTO, INSERT OVERWRITE, a branch made),
+    and before statements starting with one of `also`; returns the list the writer's errors go
+    to."""
+    from dbt_merge.spark import session as spark_session
+
+    other = spark.newSession()
+    original = spark_session.SparkRunner.statement
+    failed: list[Exception] = []
+
+    def statement(self, sql, _original=original):
+        words = " ".join(sql.split()).lower()
+        if pending and (words.startswith(("merge into", "insert overwrite", *also))
+                        or " create branch " in words):
+            # another thread: the call's commit mark is the JVM thread's, not this writer's
+            writer = threading.Thread(target=lambda: _commit(other, pending.pop(), failed))
+            writer.start()
+            writer.join()
+        return _original(self, sql)
+
+    monkeypatch.setattr(spark_session.SparkRunner, "statement", statement)
+    return failed
+
+
 def _live(spark, table: str, options: dict) -> list[tuple]:
     """(id, name, updated_at) of the table's live rows: current versions of a history table."""
     where = ""
@@ -1624,7 +1649,6 @@ def test_snapshot_isolation_tables_publish_the_passes_through_a_branch(spark, ca
     it, no branch left. Without another writer the same merge publishes its one commit on the
     snapshot it counted, with the counts of the passes."""
     from dbt_merge.spark import MergeError, merge_dataframe
-    from dbt_merge.spark import session as spark_session
 
     props, options = PASSES_UNDER_SNAPSHOT_ISOLATION[case]
     for key, value in SESSION_CONF.get(case, {}).items():
@@ -1657,21 +1681,7 @@ def test_snapshot_isolation_tables_publish_the_passes_through_a_branch(spark, ca
     else:
         pending = [f"insert into {table} values (12, 'other', 0{tail})"]
     expected = _live(spark, table, options) + [(12, "other", 0)]
-    other = spark.newSession()
-    original = spark_session.SparkRunner.statement
-
-    def statement(self, sql, _original=original):
-        words = " ".join(sql.split()).lower()
-        if pending and (words.startswith(("merge into", "insert overwrite"))
-                        or " create branch " in words):
-            # another thread: the call's commit mark is the JVM thread's, not this writer's
-            writer = threading.Thread(target=lambda: _commit(other, pending.pop(), failed))
-            writer.start()
-            writer.join()
-        return _original(self, sql)
-
-    failed: list[Exception] = []
-    monkeypatch.setattr(spark_session.SparkRunner, "statement", statement)
+    failed = _other_writer_before_the_write(monkeypatch, spark, pending)
     with pytest.raises(MergeError, match="another writer committed"):
         merge_dataframe(frame, table, key_columns="id", **options)
     monkeypatch.undo()
@@ -1765,7 +1775,6 @@ def test_wap_sessions_iceberg_would_write_unchecked_are_refused(spark, case, mon
     (Iceberg's raw error). Refused with a MergeError naming the setting and the fix, before
     anything is written: the table as the other writer left it, nothing staged, no branch."""
     from dbt_merge.spark import MergeError, merge_dataframe
-    from dbt_merge.spark import session as spark_session
 
     props, options, conf, message = UNCHECKABLE_WAP_SESSIONS[case]
     spark.sql(f"create database if not exists {SCHEMA}")
@@ -1778,20 +1787,8 @@ def test_wap_sessions_iceberg_would_write_unchecked_are_refused(spark, case, mon
         request.addfinalizer(lambda key=key: spark.conf.unset(key))
     # another application appends key 12 before the call's write (from another thread)
     pending = [f"insert into {table} values (12, 'other', 0)"]
-    other = spark.newSession()
-    original = spark_session.SparkRunner.statement
-
-    def statement(self, sql, _original=original):
-        words = " ".join(sql.split()).lower()
-        if pending and (words.startswith(("merge into", "insert overwrite"))
-                        or " create branch " in words or words.startswith("show tblproperties")):
-            writer = threading.Thread(target=lambda: _commit(other, pending.pop(), failed))
-            writer.start()
-            writer.join()
-        return _original(self, sql)
-
-    failed: list[Exception] = []
-    monkeypatch.setattr(spark_session.SparkRunner, "statement", statement)
+    failed = _other_writer_before_the_write(monkeypatch, spark, pending,
+                                            also=("show tblproperties",))
     if "on_schema_change" in options:
         frame = spark.createDataFrame([(k, "new", 2, "x") for k in (5, 6, 11, 12)],
                                       COLUMNS + ", extra string")

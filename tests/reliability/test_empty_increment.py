@@ -213,23 +213,38 @@ STATEMENTS = {"mor": 14, "cow": 14, "v3": 15, "parquet": 23}
 EMPTY_STATEMENTS = {"mor": 13, "cow": 13, "v3": 14, "parquet": 14}
 
 
+def _counted_project(db, tmp_path, s: str, kinds: dict, prefix: str):
+    """A schema `s` with a 10-row table `<prefix>_<kind>` of each kind, and a project merging
+    into each a 4-row upsert named by the var `day` (or, with the var `empty`, no row)."""
+    db.engine.setup(s)
+    models = {}
+    for kind, (fmt, props) in kinds.items():
+        _create(db, s, f"{prefix}_{kind}", fmt, props)
+        models[f"{prefix}_{kind}"] = (
+            {"schema": s, "unique_key": "id", "file_format": fmt, "tblproperties": props},
+            "{% if var('empty', false) %}" + EMPTY + "{% else %}"
+            "select cast(id as bigint) as id, concat('r{{ var(\"day\") }}_', cast(id as string))"
+            " as name from range(8, 12){% endif %}")
+    return project(db, tmp_path, s, models)
+
+
+def _check_counted(run, counted: dict, prefix: str, day: int, budget: dict, empty: bool) -> None:
+    """Each model of _counted_project merged the day's rows and ran at most its budget."""
+    for kind in budget:
+        model = f"{prefix}_{kind}"
+        want = ("0 inserted, 0 updated, 0 deleted, 0 unchanged, 12 total" if empty
+                else "0 inserted, 4 updated, 0 deleted, 0 unchanged, 12 total")
+        assert want in message(run, model), (day, model, message(run, model))
+        assert counted[model] <= budget[kind], (day, model, counted[model])
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("db", ["spark"], indirect=True)
 def test_statements_of_a_steady_state_run(db, tmp_path):
     """Two runs of a 4-row upsert into a 10-row table of each kind (the first after another
     writer), then an empty increment: the statements dbt ran for each model in the second and
     third runs are at most today's counts."""
-    s = "statement_counts"
-    db.engine.setup(s)
-    models = {}
-    for kind, (fmt, props) in SPARK_KINDS.items():
-        _create(db, s, f"n_{kind}", fmt, props)
-        models[f"n_{kind}"] = (
-            {"schema": s, "unique_key": "id", "file_format": fmt, "tblproperties": props},
-            "{% if var('empty', false) %}" + EMPTY + "{% else %}"
-            "select cast(id as bigint) as id, concat('r{{ var(\"day\") }}_', cast(id as string))"
-            " as name from range(8, 12){% endif %}")
-    root = project(db, tmp_path, "statement_counts", models)
+    root = _counted_project(db, tmp_path, "statement_counts", SPARK_KINDS, "n")
     counted: dict[str, int] = {}
     branched: set[str] = set()
 
@@ -257,13 +272,7 @@ def test_statements_of_a_steady_state_run(db, tmp_path):
             session.conf.unset("spark.sql.variable.substitute")
         if day == 1:
             continue
-        budget = EMPTY_STATEMENTS if empty else STATEMENTS
-        for kind in SPARK_KINDS:
-            model = f"n_{kind}"
-            want = ("0 inserted, 0 updated, 0 deleted, 0 unchanged, 12 total" if empty
-                    else "0 inserted, 4 updated, 0 deleted, 0 unchanged, 12 total")
-            assert want in message(run, model), (day, model, message(run, model))
-            assert counted[model] <= budget[kind], (day, model, counted[model])
+        _check_counted(run, counted, "n", day, EMPTY_STATEMENTS if empty else STATEMENTS, empty)
         # by default no table kind writes once into a branch (dbt_merge_commit_counts unset)
         assert not branched, (day, branched)
 
@@ -282,18 +291,8 @@ def test_statements_of_a_steady_state_run_over_thrift(db, tmp_path):
     round trip: two runs of a 4-row upsert (the first after another writer), then an empty
     increment; the statements dbt ran for each model in the second and third are at most these
     counts."""
-    s = "statement_counts_thrift"
-    db.engine.setup(s)
     kinds = {k: SPARK_KINDS[k] for k in THRIFT_STATEMENTS}
-    models = {}
-    for kind, (fmt, props) in kinds.items():
-        _create(db, s, f"t_{kind}", fmt, props)
-        models[f"t_{kind}"] = (
-            {"schema": s, "unique_key": "id", "file_format": fmt, "tblproperties": props},
-            "{% if var('empty', false) %}" + EMPTY + "{% else %}"
-            "select cast(id as bigint) as id, concat('r{{ var(\"day\") }}_', cast(id as string))"
-            " as name from range(8, 12){% endif %}")
-    root = project(db, tmp_path, "statement_counts_thrift", models)
+    root = _counted_project(db, tmp_path, "statement_counts_thrift", kinds, "t")
     counted: dict[str, int] = {}
 
     def collect(event) -> None:
@@ -307,10 +306,5 @@ def test_statements_of_a_steady_state_run_over_thrift(db, tmp_path):
                       vars={"day": day, "empty": empty})
         if day == 1:
             continue
-        budget = THRIFT_EMPTY_STATEMENTS if empty else THRIFT_STATEMENTS
-        for kind in kinds:
-            model = f"t_{kind}"
-            want = ("0 inserted, 0 updated, 0 deleted, 0 unchanged, 12 total" if empty
-                    else "0 inserted, 4 updated, 0 deleted, 0 unchanged, 12 total")
-            assert want in message(run, model), (day, model, message(run, model))
-            assert counted[model] <= budget[kind], (day, model, counted[model])
+        _check_counted(run, counted, "t", day,
+                       THRIFT_EMPTY_STATEMENTS if empty else THRIFT_STATEMENTS, empty)
