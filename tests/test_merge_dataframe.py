@@ -1911,3 +1911,59 @@ def test_isolation_levels_iceberg_reads_as_it_upper_cases_them_merge(spark, leve
     result = merge_dataframe(frame, table, key_columns="id")
     assert (result.inserted, result.updated, result.total) == (2, 2, 12)
     assert [r[0] for r in _live(spark, table, {}) if r[1] == "new"] == [5, 6, 11, 12]
+
+
+#: session settings the merge reads with SET, each shown redacted by a regex of the user's:
+#: (settings, the DataFrame's SELECT, what the call says: None for success)
+REDACTED_READS = {
+    # a large SELECT (cached uncompressed): the compression setting is left as it is (before:
+    # the redacted text written back, Spark's raw `should be boolean`)
+    "compression": ({"spark.sql.redaction.options.regex": "^true$"},
+                    "select cast(id as int) as id, concat(repeat('x', 50), id) as name, "
+                    "1 as updated_at from range(1, 300001)", None),
+    # plans cut short and the length redacted: refused, the length not raised and "put back" as
+    # the redacted text (before: Spark's raw `Size must be specified`, the user's 200 lost)
+    "plan_length": ({"spark.sql.maxPlanStringLength": "200",
+                     "spark.sql.redaction.options.regex": "(?i)maxplan"},
+                    "select 2 as id, 'z' as name, 1 as updated_at",
+                    "prints query plans cut short (spark.sql.maxPlanStringLength), and the merge "
+                    "could not print its staged SELECT's plan in full"),
+    # a column that differs from the target's only in case, spark.sql.caseSensitive true and
+    # redacted: refused as when it shows true (before: merged)
+    "case_sensitive": ({"spark.sql.caseSensitive": "true",
+                        "spark.sql.redaction.options.regex": "^true$"},
+                       "select 2 as id, 'z' as NAME, 1 as updated_at",
+                       "spark.sql.caseSensitive is shown redacted (spark.sql.redaction.options"
+                       ".regex), so it may be true"),
+}
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", sorted(REDACTED_READS))
+def test_settings_shown_redacted_are_neither_guessed_nor_written_back(spark, case):
+    from dbt_merge.errors import MergeError
+    from dbt_merge.spark import merge_dataframe
+
+    settings, select, said = REDACTED_READS[case]
+    table = _table(spark, f"redacted_{case}", TARGET)
+    before = _rows(spark, table)
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        if said is None:
+            result = merge_dataframe(spark.sql(select), table, "id")
+        else:
+            with pytest.raises(MergeError) as refused:
+                merge_dataframe(spark.sql(select), table, "id")
+        kept = {key: spark.conf.get(key) for key in settings}
+    finally:
+        for key in settings:
+            spark.conf.unset(key)
+    assert kept == settings  # the user's settings as they set them
+    assert spark.conf.get("spark.sql.inMemoryColumnarStorage.compressed") == "true"
+    if said is None:
+        assert (result.inserted, result.updated, result.total) == (299997, 3, 300000)
+    else:
+        assert said in str(refused.value), str(refused.value)
+        assert "The target was not changed" in str(refused.value)
+        assert _rows(spark, table) == before

@@ -226,7 +226,13 @@
 {% macro _explain_at_full_length(explain, name) %}
   {% set setting = 'spark.sql.maxPlanStringLength' %}
   {% set raised = 2000000000 %}
-  {% set value = dbt_merge.run_sql('set ' ~ setting, name).rows[0][1] | string | trim %}
+  {% set read = dbt_merge.session_setting(setting, name) %}
+  {% if read.redacted %}
+    {#- a length that cannot be read cannot be put back: the plan stays as Spark prints it, cut
+        short, and its readers refuse it as unreadable, naming the setting -#}
+    {{ return(dbt_merge.run_sql(explain, name).rows | map(attribute=0) | join('\n')) }}
+  {% endif %}
+  {% set value = read.value | trim %}
   {% set found = modules.re.match('^(\\d+)\\s*(b|k|kb|m|mb|g|gb)?$', value | lower) %}
   {% set bytes = (found.group(1) | int) * {'': 1, 'b': 1, 'k': 1024, 'kb': 1024, 'm': 1048576, 'mb': 1048576,
                                           'g': 1073741824, 'gb': 1073741824}[found.group(2) or ''] if found else none %}

@@ -46,7 +46,7 @@
       makes from the stage; a plan analyzed again reads the same, so the setting is left as the
       stage's `set` left it (one statement fewer). -#}
   {% set key = 'spark.sql.legacy.storeAnalyzedPlanForView' %}
-  {% set pinned = namespace(done=false, unreadable=false, text=none) %}
+  {% set pinned = namespace(done=false, unreadable=false, text=none, cut=false) %}
   {% for attempt in range(5) if not pinned.done and not pinned.unreadable %}
     {% if pin != 'stage' %}
       {% do dbt_merge.keep_session_conf({key: 'true'}) %}
@@ -55,8 +55,19 @@
     {% set read = dbt_merge._view_plan_is_stored(relation) if pin == 'checked' else {'stored': true, 'text': none} %}
     {% set pinned.done = read.stored == true %}
     {% set pinned.unreadable = read.stored is none %}
+    {% set pinned.cut = read.get('cut', false) %}
     {% set pinned.text = read.text %}
   {% endfor %}
+  {% if pinned.unreadable and pinned.cut %}
+    {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}
+    {{ dbt_merge.raise_merge_error("this Spark session prints query plans cut short (spark.sql.maxPlanStringLength), "
+        ~ "and the merge could not print its staged SELECT's plan in full (it raises the setting for one statement "
+        ~ "only when it can read the value to put back: not when spark.sql.redaction.options.regex shows it "
+        ~ "redacted). The merge reads that plan to know that the SELECT keeps the rows the checks saw until the "
+        ~ "write. Unset "
+        ~ "spark.sql.maxPlanStringLength, or narrow spark.sql.redaction.options.regex so that it does not match it, "
+        ~ "for the session that runs the merge, then run this model again. The target was not changed.") }}
+  {% endif %}
   {% if pinned.unreadable %}
     {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}
     {{ dbt_merge.raise_merge_error("this Spark session prints query plans without their expression ids (the number after # in "
@@ -106,8 +117,11 @@
     {% if dbt_merge._plan_cut_short(text) %}
       {% set text = dbt_merge._explain_at_full_length(explain, 'dbt_merge_conf') %}
     {% endif %}
-    {% if dbt_merge._plan_cut_short(text) or '*********(redacted)' in text or not modules.re.search('#\\d', text) %}
-      {{ return({'stored': none, 'text': none}) }}
+    {% if dbt_merge._plan_cut_short(text) %}
+      {{ return({'stored': none, 'text': none, 'cut': true}) }}
+    {% endif %}
+    {% if '*********(redacted)' in text or not modules.re.search('#\\d', text) %}
+      {{ return({'stored': none, 'text': none, 'cut': false}) }}
     {% endif %}
     {% do texts.append(text) %}
   {% endfor %}
@@ -139,12 +153,20 @@
 {#- Spark: run one statement with session `settings` ({key: value}) and put each key back to the
     session's value right after it (a key already at its value is not touched). For settings
     Spark reads when the statement runs, not later; see cache_lazy on another thread's
-    statements meanwhile. -#}
+    statements meanwhile. A key whose value the session shows redacted (session_setting) is not
+    touched: its value could not be put back. The statement then runs as the session has it,
+    which the two callers allow: a cache compressed takes less memory and holds the same rows
+    (cache_lazy); a copy of the SELECT written with the session's own datetime rebase mode reads
+    back the values it wrote, or Spark refuses a date it cannot write (stage_select). -#}
 {% macro run_with_settings(sql, settings, name='dbt_merge') %}
   {% set previous = {} %}
   {% for key, value in settings.items() %}
-    {% set now = dbt_merge.run_sql('set ' ~ key, 'dbt_merge_conf').rows[0][1] | string %}
-    {% if now | lower != value | string | lower %}
+    {% set read = dbt_merge.session_setting(key) %}
+    {% set now = read.value %}
+    {% if read.redacted %}
+      {% do log('dbt_merge: ' ~ key ~ ' is shown redacted in this session (spark.sql.redaction.options.regex), so it '
+          ~ 'is left as it is for: ' ~ sql[:80], info=false) %}
+    {% elif now | lower != value | string | lower %}
       {% do previous.update({key: now}) %}
       {% do dbt_merge.run_statement('set ' ~ key ~ '=' ~ value, 'dbt_merge_conf') %}
     {% endif %}

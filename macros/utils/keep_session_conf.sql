@@ -17,6 +17,17 @@
   when its merge ends or is refused (put_back_session_conf), and create_work_relation checks,
   once its view exists, that no other thread put it back meanwhile.
 -#}
+{#- Spark: a session setting as `set <key>` shows it: {value (text), redacted}. `redacted`: Spark
+    shows '*********(redacted)' instead of the value (spark.sql.redaction.options.regex matches the
+    key or the value), which then cannot be known: never taken for a value, never written back
+    (red team helper-66: `^true$` made the cache's setting be "put back" to that text, Spark's raw
+    error). -#}
+{% macro session_setting(key, name='dbt_merge_conf') %}
+  {% set rows = dbt_merge.run_sql('set ' ~ key, name).rows %}
+  {% set value = (rows[0][1] | string) if rows else '' %}
+  {{ return({'value': value, 'redacted': '*********(redacted)' in value}) }}
+{% endmacro %}
+
 {% macro keep_session_conf(settings) %}
   {% for key, value in settings.items() %}
     {% if value is none %}

@@ -175,11 +175,14 @@
       {% endif %}
     {% endfor %}
     {% if renamed %}
-      {% set setting = dbt_merge.run_sql('set spark.sql.caseSensitive', 'dbt_merge_conf').rows %}
-      {% if setting and (setting[0][1] | string | lower) == 'true' %}
+      {#- a value shown redacted may be true: refused as if it were (red team helper-66's `^true$`) -#}
+      {% set setting = dbt_merge.session_setting('spark.sql.caseSensitive') %}
+      {% if setting.redacted or (setting.value | lower) == 'true' %}
         {{ dbt_merge.raise_merge_error("columns of the SELECT differ from the target's only in case ("
-            ~ renamed | join(', ') ~ ") and spark.sql.caseSensitive is true, so Spark sees other columns. "
-            ~ "Name them as the target does, or run with --full-refresh. The target was not changed.") }}
+            ~ renamed | join(', ') ~ ") and spark.sql.caseSensitive is "
+            ~ ("shown redacted (spark.sql.redaction.options.regex), so it may be true and Spark may see other columns"
+               if setting.redacted else "true, so Spark sees other columns")
+            ~ ". Name them as the target does, or run with --full-refresh. The target was not changed.") }}
       {% endif %}
     {% endif %}
   {% endif %}

@@ -41,7 +41,7 @@
   {% if existing is none or existing.is_view or should_full_refresh() %}
     {% if not config.get('file_format') %}
       {#- no file_format: say what the build makes and what that means for the merges -#}
-      {% set default_source = dbt_merge.run_sql('set spark.sql.sources.default', 'dbt_merge_conf').rows[0][1] | lower %}
+      {% set default_source = dbt_merge.default_data_source() | lower %}
       {% do dbt_merge._log_table_format(default_source, default_source in merge_formats, 'built as a') %}
     {% endif %}
     {{ return(none) }}
@@ -119,4 +119,20 @@
          ' table (spark.sql.sources.default), merged by rewriting the partitions it changes: not atomic '
          ~ '(a reader may see a partition missing or half-written while it runs). Set file_format=\'iceberg\' '
          ~ 'for atomic merges.'), info=true) %}
+{% endmacro %}
+
+{#- Spark: the session's default data source (spark.sql.sources.default), which a model without
+    file_format is built as. Refused before anything is made when the session shows it redacted
+    (spark.sql.redaction.options.regex matches the key or the value): the CREATE would name
+    '*********(redacted)' (Spark's raw parse error, after a full refresh had dropped the old
+    parquet table). -#}
+{% macro default_data_source() %}
+  {% set read = dbt_merge.session_setting('spark.sql.sources.default') %}
+  {% if read.redacted %}
+    {{ dbt_merge.raise_merge_error("the model sets no file_format, so its table is built as the session's default "
+        ~ "data source (spark.sql.sources.default), which this session shows redacted "
+        ~ "(spark.sql.redaction.options.regex matches it). Set file_format on the model (e.g. file_format='iceberg', "
+        ~ "or 'parquet'), then run it again. The target was not changed.") }}
+  {% endif %}
+  {{ return(read.value | trim) }}
 {% endmacro %}

@@ -36,6 +36,8 @@
    mode: that setting is left set (keep_session_conf), for the same reason. #}
 {% macro spark__rebuild_target(plan, existing) %}
   {% set file_format = config.get('file_format') or 'parquet' %}
+  {#- read before the old table is dropped: a value that cannot be read is refused with it in place -#}
+  {% set default_source = dbt_merge.default_data_source() if not config.get('file_format') else none %}
   {% set replaces = existing is not none %}
   {% if existing is not none and (existing.is_view or file_format not in ['iceberg', 'delta']
                                   or dbt_merge.table_storage(existing).provider != file_format) %}
@@ -67,7 +69,6 @@
       {{ dbt_merge.raise_merge_error("cannot add a USING clause to dbt-spark's CREATE statement (no '" ~ head
           ~ "' in it). Set file_format='parquet' (or another format) on the model.") }}
     {% endif %}
-    {% set default_source = dbt_merge.run_sql('set spark.sql.sources.default', 'dbt_merge_conf').rows[0][1] %}
     {% set create = create | replace(head, head ~ ' using ' ~ default_source, 1) %}
   {% endif %}
   {% do dbt_merge.run_statement(create) %}

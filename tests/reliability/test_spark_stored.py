@@ -161,6 +161,61 @@ def test_a_build_without_file_format_sets_no_session_setting(db, tmp_path):
             in line and "not atomic" in line], logs
 
 
+#: a redaction regex of the user's that hides the values the package reads with SET: the
+#: session's default data source, and every boolean set to true
+REDACTING = r"(?i)sources\.default|^true$"
+
+
+@pytest.mark.parametrize("db", SPARK_ENGINES, indirect=True)
+def test_settings_the_session_shows_redacted_are_not_guessed_or_written_back(db, tmp_path):
+    """spark.sql.redaction.options.regex hides values the merge reads with SET. A build without
+    file_format (a first one, and a full refresh of a parquet table) is refused before anything
+    is made, the old table kept (before: `using *********(redacted)`, Spark's parse error, after
+    the full refresh had dropped the parquet table); a large SELECT is cached with the session's
+    compression left as it is (before: the redacted text "put back", Spark's `should be
+    boolean`). In-process the regex is the session's (read by the early format check); over
+    thrift a pre-hook sets it on the model's connection (read where the table is built)."""
+    s = f"stored_redacted_{db.name}"
+    db.engine.setup(s)
+    for name in ("rd_new", "rd_old", "rd_big"):
+        db.sql(f"drop table if exists {s}.{name}")
+    db.sql(f"create table {s}.rd_old (id bigint, name string) using parquet")
+    db.sql(f"insert into {s}.rd_old values (1, 'a')")
+    db.sql(f"create table {s}.rd_big (id bigint, name string) using iceberg")
+    db.sql(f"insert into {s}.rd_big values (1, 'a')")
+    hook = {"pre_hook": f"set spark.sql.redaction.options.regex={REDACTING}"} \
+        if db.name == "spark_thrift" else {}
+    select = ("select cast(id as bigint) as id, concat('n', cast(id as string)) as name "
+              "from range(1, 3)")
+    models = {name: model_sql({"schema": s, "unique_key": "id", **hook, **extra}, select)
+              for name, extra in (("rd_new", {}), ("rd_old", {}),
+                                  ("rd_big", {"file_format": "iceberg"}))}
+    root = make_project(tmp_path / f"redacted_{db.name}", f"redacted_{db.name}", models)
+    session = db.engine.spark if db.name == "spark" else None
+    if session is not None:
+        session.conf.set("spark.sql.redaction.options.regex", REDACTING)
+    try:
+        built = run_dbt(["run", "--full-refresh", "-s", "rd_new", "rd_old"], root, db.name,
+                        PROFILES_DIR)
+        merged = run_dbt(["run", "-s", "rd_big"], root, db.name, PROFILES_DIR,
+                         vars={"dbt_merge_spark_uncompressed_cache_bytes": 0})
+    finally:
+        if session is not None:
+            session.conf.unset("spark.sql.redaction.options.regex")
+    for model in ("rd_new", "rd_old"):
+        said = message(built, model)
+        assert "the model sets no file_format, so its table is built as the session's default " \
+               "data source (spark.sql.sources.default), which this session shows redacted" in said
+        assert "The target was not changed" in said, said
+    assert db.rows(s, "rd_old") == [(1, "a")]
+    assert not [r for r in db.sql(f"show tables in {s} like 'rd_new'")]
+    assert "1 inserted, 1 updated, 0 deleted, 0 unchanged, 2 total" in message(merged, "rd_big")
+    assert db.rows(s, "rd_big") == [(1, "n1"), (2, "n2")]
+    if session is not None:  # the compression setting was not touched
+        key = "spark.sql.inMemoryColumnarStorage.compressed"
+        assert [tuple(r) for r in db.sql(f"set {key}")] == [(key, "true")]
+
+
 @pytest.mark.parametrize("db", SPARK_ENGINES, indirect=True)
 def test_the_staged_select_is_cached_uncompressed_and_the_setting_put_back(db, tmp_path):
     """An incremental run caches a small staged SELECT as the session compresses caches (one
