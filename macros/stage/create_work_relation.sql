@@ -285,9 +285,18 @@
     {% set plan_text = dbt_merge._explain_at_full_length(probe, 'dbt_merge_work_table') %}
   {% endif %}
   {% set session = none %}
-  {% if ' AS dbt_merge_extensions' in plan_text and '${spark.sql.extensions}' not in plan_text %}
-    {% set session = {'iceberg_extensions': 'IcebergSparkSessionExtensions' in plan_text.split(' AS dbt_merge_extensions')[0].split('\n')[-1]} %}
+  {#- (a value shown redacted, which substitution gives too, is not known: read again when needed,
+      _iceberg_extensions) -#}
+  {% set shown = plan_text.split(' AS dbt_merge_extensions')[0].split('\n')[-1] %}
+  {% if ' AS dbt_merge_extensions' in plan_text and '${spark.sql.extensions}' not in plan_text
+        and '*********(redacted)' not in shown %}
+    {% set session = {'iceberg_extensions': 'IcebergSparkSessionExtensions' in shown} %}
   {% endif %}
+  {#- the probe's own literal, redacted (spark.sql.redaction.options.regex matching the
+      extensions), is no part of the plans read below: every merge into a table was refused as
+      one whose cache cannot be read (red team helper-69). Only that literal: a redaction
+      anywhere else still makes the plan unreadable -#}
+  {% set plan_text = modules.re.sub('\\[\\*{9}\\(redacted\\) AS dbt_merge_extensions#', '[redacted_extensions AS dbt_merge_extensions#', plan_text) %}
   {% if 'INVALID_NON_DETERMINISTIC' not in plan_text %}
     {% set cached_target = dbt_merge._cached_v2_scans(plan_text, 1 if materialize else 0) if target is not none else false %}
     {% if cached_target %}

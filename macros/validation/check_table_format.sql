@@ -72,8 +72,17 @@
         ~ merge_formats | join(', ') ~ "). Use on_schema_change='append_new_columns', or --full-refresh. "
         ~ "The target was not changed.") }}
   {% endif %}
-  {% if storage.provider == 'iceberg' and (storage.format_version or 0) >= 3 and not storage.merge_on_read
-        and not dbt_merge._iceberg_extensions() %}
+  {% set v3_cow = storage.provider == 'iceberg' and (storage.format_version or 0) >= 3 and not storage.merge_on_read %}
+  {% set extensions = dbt_merge._iceberg_extensions() if v3_cow else true %}
+  {% if v3_cow and extensions is none %}
+    {{ dbt_merge.raise_merge_error("the table " ~ existing ~ " is an Iceberg table of format version "
+        ~ storage.format_version ~ " written copy-on-write, which Spark can MERGE into only with Iceberg's SQL "
+        ~ "extensions in the session, and this session shows spark.sql.extensions redacted "
+        ~ "(spark.sql.redaction.options.regex matches its name or value), so the merge cannot tell whether it "
+        ~ "has them. Narrow the regex so that it matches neither, for the session that runs the merge, then "
+        ~ "run it again. The target was not changed.") }}
+  {% endif %}
+  {% if v3_cow and not extensions %}
     {#- Spark 3.5 + Iceberg 1.10: a copy-on-write MERGE into a v3 table must carry its rows'
         lineage, which only Iceberg's SQL extensions plan; without them every such write fails
         in its tasks ('Structs do not match') -#}

@@ -105,7 +105,7 @@
 {#- Branches can be made and published: by the Python door (its own Iceberg calls,
     dbt_merge_branches) or in SQL, which needs Iceberg's SQL extensions in the session. -#}
 {% macro _branches_available(plan=none) %}
-  {{ return(dbt_merge_branches is defined or dbt_merge._iceberg_extensions(plan)) }}
+  {{ return(dbt_merge_branches is defined or dbt_merge._iceberg_extensions(plan) == true) }}
 {% endmacro %}
 
 {#- Whether the session runs Iceberg's SQL extensions (a static setting of the session): as
@@ -115,7 +115,19 @@
   {% if known is not none %}
     {{ return(known) }}
   {% endif %}
-  {% set value = dbt_merge.run_sql('set spark.sql.extensions', 'dbt_merge_conf').rows[0][1] | string %}
+  {#- through variable substitution ('' when unset; with substitution off the text comes back as
+      written: then with SET). Both show the value redacted when spark.sql.redaction.options.regex
+      matches it: then none, not known (red team helper-69: a redacted value taken for "no
+      extensions" refused format-3 tables in a session that has them, and skipped the run's
+      branch) -#}
+  {% set text = '${spark.sql.extensions}' %}
+  {% set value = dbt_merge.run_sql("select '" ~ text ~ "' as dbt_merge_extensions", 'dbt_merge_conf').rows[0][0] | string %}
+  {% if value == text %}
+    {% set value = dbt_merge.session_setting('spark.sql.extensions').value %}
+  {% endif %}
+  {% if '*********(redacted)' in value %}
+    {{ return(none) }}
+  {% endif %}
   {{ return('IcebergSparkSessionExtensions' in value) }}
 {% endmacro %}
 

@@ -32,7 +32,22 @@
   {#- the session's WAP settings for this table (both at once refused there, for every MERGE) -#}
   {% set staging = dbt_merge._table_wap_settings(plan, read, at_write) %}
   {% set isolation = (properties.get('write.merge.isolation-level') or 'serializable') | string %}
-  {% if dbt_merge._isolation_level(isolation) == 'SERIALIZABLE' or not dbt_merge._branches_available(plan) %}
+  {% if dbt_merge._isolation_level(isolation) == 'SERIALIZABLE' %}
+    {{ return(false) }}
+  {% endif %}
+  {% if dbt_merge_branches is not defined and dbt_merge._iceberg_extensions(plan) is none %}
+    {#- a session whose extensions cannot be read (shown redacted): a branch may not be makeable,
+        and merged in place such a table keeps another writer's append under the MERGE (red team
+        helper-69: the branch skipped silently) -#}
+    {{ dbt_merge.raise_merge_error(plan.target ~ " has write.merge.isolation-level=" ~ isolation
+        ~ ", so Iceberg does not check a MERGE against what other writers commit while it runs, and the merge "
+        ~ "writes it through a branch of its own, which needs Iceberg's SQL extensions in the session; this "
+        ~ "session shows spark.sql.extensions redacted (spark.sql.redaction.options.regex matches its name or "
+        ~ "value), so the merge cannot tell whether it has them. Narrow the regex so that it matches neither, "
+        ~ "or set the table's write.merge.isolation-level to serializable, then run the merge again. "
+        ~ dbt_merge._refused_target_note(plan, at_write)) }}
+  {% endif %}
+  {% if not dbt_merge._branches_available(plan) %}
     {{ return(false) }}
   {% endif %}
   {% set wap_branch = namespace(value=none) %}

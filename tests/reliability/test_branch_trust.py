@@ -849,3 +849,34 @@ def test_dbt_refuses_wap_sessions_it_cannot_check(db, tmp_path):
                                                           (3, "c", "y")]
     for model in ("d_wap_si", "d_wap_serializable"):
         assert branches(spark, f"{DB}.{model}") == [], model
+
+
+@pytest.mark.parametrize("db", ["spark"], indirect=True)
+def test_dbt_refuses_a_snapshot_isolation_table_when_the_extensions_are_redacted(db, tmp_path):
+    """dbt (session method), a session whose spark.sql.extensions Spark shows redacted (the
+    user's spark.sql.redaction.options.regex; variable substitution shows it redacted too): a
+    table set to snapshot isolation, which the merge publishes through a branch that needs the
+    extensions, is refused before anything is written (red team helper-69: taken for a session
+    without them, merged in place, unchecked); a serializable one merges in place as always."""
+    spark = db.engine.spark
+    make(spark, "d_ext_si", [(1, "a"), (2, "b")],
+         {"format-version": "2", "write.merge.isolation-level": "snapshot"})
+    make(spark, "d_ext_serializable", [(1, "a"), (2, "b")], {"format-version": "2"})
+    select = "select cast(1 as bigint) as id, 'A' as name union all select 3, 'c'"
+    root = project(db, tmp_path, "branch_trust_ext", {
+        m: ({"schema": DB, "unique_key": "id"}, select)
+        for m in ("d_ext_si", "d_ext_serializable")})
+    spark.conf.set("spark.sql.redaction.options.regex", r"(?i)sql\.extensions")
+    try:
+        run = run_dbt(["run", "--threads", "1"], root, "spark", PROFILES_DIR)
+    finally:
+        spark.conf.unset("spark.sql.redaction.options.regex")
+    said = message(run, "d_ext_si")
+    assert "this session shows spark.sql.extensions redacted" in said, said
+    assert "The target was not changed" in said, said
+    assert rows_of(spark, f"{DB}.d_ext_si") == [(1, "a"), (2, "b")]
+    assert "1 inserted, 1 updated, 0 deleted, 0 unchanged, 3 total" in message(
+        run, "d_ext_serializable")
+    assert rows_of(spark, f"{DB}.d_ext_serializable") == [(1, "A"), (2, "b"), (3, "c")]
+    for model in ("d_ext_si", "d_ext_serializable"):
+        assert branches(spark, f"{DB}.{model}") == [], model

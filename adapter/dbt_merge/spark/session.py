@@ -149,10 +149,12 @@ class SessionSettings:
 
 def _explicit_value(spark, key: str) -> str | None:
     """The value the session has set for `key`, or None when it runs with the default (`SET`
-    lists only the keys set explicitly)."""
-    for row in spark.sql("set").collect():
-        if row[0] == key:
-            return row[1]
+    lists only the keys set explicitly). The value is the session's own (spark.conf), not the
+    listing's, which shows it '*********(redacted)' when spark.sql.redaction.options.regex
+    matches the key or the value (red team helper-69: that text was put back, Spark's raw
+    error after the merge had committed, and the user's value lost)."""
+    if any(row[0] == key for row in spark.sql("set").collect()):
+        return spark.conf.get(key)
     return None
 
 
