@@ -115,19 +115,15 @@
   {% if known is not none %}
     {{ return(known) }}
   {% endif %}
-  {#- through variable substitution ('' when unset; with substitution off the text comes back as
-      written: then with SET). Both show the value redacted when spark.sql.redaction.options.regex
-      matches it: then none, not known (red team helper-69: a redacted value taken for "no
-      extensions" refused format-3 tables in a session that has them, and skipped the run's
-      branch) -#}
-  {% set text = '${spark.sql.extensions}' %}
-  {% set value = dbt_merge.run_sql("select '" ~ text ~ "' as dbt_merge_extensions", 'dbt_merge_conf').rows[0][0] | string %}
-  {% if value == text %}
-    {% set value = dbt_merge.session_setting('spark.sql.extensions').value %}
-  {% endif %}
-  {% if '*********(redacted)' in value %}
+  {#- with SET, which shows the value redacted when spark.sql.redaction.options.regex matches it
+      (so does variable substitution): then none, not known (red team helper-69: a redacted value
+      taken for "no extensions" refused format-3 tables in a session that has them, and skipped
+      the run's branch) -#}
+  {% set read = dbt_merge.session_setting('spark.sql.extensions') %}
+  {% if read.redacted %}
     {{ return(none) }}
   {% endif %}
+  {% set value = read.value %}
   {{ return('IcebergSparkSessionExtensions' in value) }}
 {% endmacro %}
 
