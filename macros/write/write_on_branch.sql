@@ -39,12 +39,20 @@
     {#- a session whose extensions cannot be read (shown redacted): a branch may not be makeable,
         and merged in place such a table keeps another writer's append under the MERGE (red team
         helper-69: the branch skipped silently) -#}
-    {{ dbt_merge.raise_merge_error(plan.target ~ " has write.merge.isolation-level=" ~ isolation
-        ~ ", so Iceberg does not check a MERGE against what other writers commit while it runs, and the merge "
-        ~ "writes it through a branch of its own, which needs Iceberg's SQL extensions in the session; this "
-        ~ "session shows spark.sql.extensions redacted (spark.sql.redaction.options.regex matches its name or "
-        ~ "value), so the merge cannot tell whether it has them. Narrow the regex so that it matches neither, "
-        ~ "or set the table's write.merge.isolation-level to serializable, then run the merge again. "
+    {#- a level shown redacted too (red team helper-70: the message said a serializable table was
+        not checked, and told the user to make it serializable) -#}
+    {% set level_hidden = '*********(redacted)' in isolation %}
+    {{ dbt_merge.raise_merge_error(plan.target ~ (
+          "'s write.merge.isolation-level is shown redacted (it may be snapshot, under which Iceberg does not "
+          ~ "check a MERGE against what other writers commit while it runs)" if level_hidden
+          else " has write.merge.isolation-level=" ~ isolation ~ ", so Iceberg does not check a MERGE against "
+          ~ "what other writers commit while it runs")
+        ~ ", and the merge then writes through a branch of its own, which needs Iceberg's SQL extensions in the "
+        ~ "session; this session shows spark.sql.extensions redacted (spark.sql.redaction.options.regex matches "
+        ~ "its name or value), so the merge cannot tell whether it has them. Narrow the regex so that it matches "
+        ~ ("neither the setting nor the table's isolation level" if level_hidden else "neither")
+        ~ (", then run the merge again. " if level_hidden
+           else ", or set the table's write.merge.isolation-level to serializable, then run the merge again. ")
         ~ dbt_merge._refused_target_note(plan, at_write)) }}
   {% endif %}
   {% if not dbt_merge._branches_available(plan) %}

@@ -880,3 +880,26 @@ def test_dbt_refuses_a_snapshot_isolation_table_when_the_extensions_are_redacted
     assert rows_of(spark, f"{DB}.d_ext_serializable") == [(1, "A"), (2, "b"), (3, "c")]
     for model in ("d_ext_si", "d_ext_serializable"):
         assert branches(spark, f"{DB}.{model}") == [], model
+
+
+@pytest.mark.parametrize("db", ["spark"], indirect=True)
+def test_a_redacted_isolation_level_with_redacted_extensions_is_refused_as_unknown(db, tmp_path):
+    """The table's isolation level and the session's extensions both shown redacted: refused,
+    the message saying the level is unknown, not that the table is unchecked, and not telling
+    the user to make a serializable table serializable (red team helper-70)."""
+    spark = db.engine.spark
+    make(spark, "d_ext_level", [(1, "a")],
+         {"format-version": "2", "write.merge.isolation-level": "serializable"})
+    root = project(db, tmp_path, "branch_trust_ext_level", {
+        "d_ext_level": ({"schema": DB, "unique_key": "id"},
+                        "select cast(1 as bigint) as id, 'A' as name")})
+    spark.conf.set("spark.sql.redaction.options.regex", "(?i)(isolation|extensions)")
+    try:
+        run = run_dbt(["run"], root, "spark", PROFILES_DIR)
+    finally:
+        spark.conf.unset("spark.sql.redaction.options.regex")
+    said = message(run, "d_ext_level")
+    assert "'s write.merge.isolation-level is shown redacted (it may be snapshot" in said, said
+    assert "neither the setting nor the table's isolation level" in said, said
+    assert "to serializable" not in said, said
+    assert rows_of(spark, f"{DB}.d_ext_level") == [(1, "a")]
