@@ -138,9 +138,9 @@
 {% macro default_data_source() %}
   {% set read = dbt_merge.session_setting('spark.sql.sources.default') %}
   {% if read.redacted %}
-    {{ dbt_merge.raise_merge_error("the model sets no file_format, so its table is built as the session's default "
+    {{ dbt_merge.raise_merge_error("no file_format is set, so the table is built as the session's default "
         ~ "data source (spark.sql.sources.default), which this session shows redacted "
-        ~ "(spark.sql.redaction.options.regex matches it). Set file_format on the model (e.g. file_format='iceberg', "
+        ~ "(spark.sql.redaction.options.regex matches it). Set file_format (e.g. file_format='iceberg', "
         ~ "or 'parquet'), then run it again. The target was not changed.") }}
   {% endif %}
   {{ return(read.value | trim) }}

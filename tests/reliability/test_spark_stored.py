@@ -204,7 +204,7 @@ def test_settings_the_session_shows_redacted_are_not_guessed_or_written_back(db,
             session.conf.unset("spark.sql.redaction.options.regex")
     for model in ("rd_new", "rd_old"):
         said = message(built, model)
-        assert "the model sets no file_format, so its table is built as the session's default " \
+        assert "no file_format is set, so the table is built as the session's default " \
                "data source (spark.sql.sources.default), which this session shows redacted" in said
         assert "The target was not changed" in said, said
     assert db.rows(s, "rd_old") == [(1, "a")]
