@@ -35,7 +35,9 @@
   {% if dbt_merge._isolation_level(isolation) == 'SERIALIZABLE' %}
     {{ return(false) }}
   {% endif %}
-  {% if dbt_merge_branches is not defined and dbt_merge._iceberg_extensions(plan) is none %}
+  {#- as _branches_available, read once: none when the session's extensions cannot be read -#}
+  {% set branches = true if dbt_merge_branches is defined else dbt_merge._iceberg_extensions(plan) %}
+  {% if branches is none %}
     {#- a session whose extensions cannot be read (shown redacted): a branch may not be makeable,
         and merged in place such a table keeps another writer's append under the MERGE (red team
         helper-69: the branch skipped silently) -#}
@@ -55,7 +57,7 @@
            else ", or set the table's write.merge.isolation-level to serializable, then run the merge again. ")
         ~ dbt_merge._refused_target_note(plan, at_write)) }}
   {% endif %}
-  {% if not dbt_merge._branches_available(plan) %}
+  {% if not branches %}
     {{ return(false) }}
   {% endif %}
   {% set wap_branch = namespace(value=none) %}
