@@ -70,10 +70,11 @@ ERRORS = {
 SPARK_ONLY = {"err_spark_file_format"}
 
 
-def dbt(engine: str, *args: str, phase: str = "increment"):
+def dbt(engine: str, *args: str, phase: str = "increment", write_json: bool = False):
     # one target folder per engine, so switching engines keeps dbt's partial parsing
     extra = [] if args[0] == "deps" else ["--target-path", f"target/{engine}"]
-    return run_dbt([*args, *extra], PROJECT, engine, vars={"phase": phase})
+    return run_dbt([*args, *extra], PROJECT, engine, vars={"phase": phase},
+                   write_json=write_json)
 
 
 class Tables:
@@ -127,13 +128,13 @@ def _engine_run(request, engine: str) -> dict:
         assert dbt(engine, "deps").success
         assert dbt(engine, "seed", "--full-refresh").success
         first = dbt(engine, "run", "--full-refresh", phase="initial")
-        second = dbt(engine, "run", "--exclude", "tag:error_case")
+        second = dbt(engine, "run", "--exclude", "tag:error_case", write_json=True)
         # the increment's run_results.json and manifest.json, for `dbt-merge report`
         kept = request.getfixturevalue("state_dir") / "run_results" / engine
         kept.mkdir(parents=True, exist_ok=True)
         for name in ("run_results.json", "manifest.json"):
             shutil.copy(PROJECT / f"target/{engine}/{name}", kept / name)
-        test = dbt(engine, "test", "--exclude", "tag:error_case")
+        test = dbt(engine, "test", "--exclude", "tag:error_case", write_json=True)
         run_results = json.loads((PROJECT / f"target/{engine}/run_results.json").read_text())
         third = dbt(engine, "run", "--exclude", "tag:error_case")
         tables = Tables(engine, spark, thrift_port)
@@ -334,7 +335,7 @@ def test_spark_parquet_tables(spark):
             assert sorted(after, key=repr) == sorted(tables[model], key=repr), model
         else:
             assert second.stats(model) == EXPECTED_STATS[model], model
-    run("test", *skip)
+    run("test", *skip, "--write-json")
     results = json.loads((PROJECT / "target/spark_parquet/run_results.json").read_text())
     failing = {r["unique_id"].split(".")[2]: (r["status"], r["failures"])
                for r in results["results"] if r["status"] != "pass"}

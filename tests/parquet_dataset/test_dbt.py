@@ -65,7 +65,7 @@ def test_merge_into_a_parquet_dataset(tmp_path, db):
     assert rows(ds) == [(i, f"c{i}") for i in range(5)]
     db.execute(f"update {src} set name = 'new' where id = 1")
     db.execute(f"insert into {src} values (7, 'c7')")
-    second = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    second = run_dbt(["run"], proj, "duckdb", PROFILES_DIR, write_json=True)
     assert second.stats("customers") == {
         "inserted": 1,
         "updated": 1,
