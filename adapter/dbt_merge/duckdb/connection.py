@@ -21,6 +21,8 @@ from dbt_merge import render
 
 
 def quote(name: str) -> str:
+    """A DuckDB identifier in double quotes, a double quote inside doubled: the one quote of the
+    DuckDB doors, the Parquet dataset door and the ClickHouse loader."""
     return '"' + name.replace('"', '""') + '"'
 
 

@@ -15,14 +15,11 @@ import threading
 import uuid
 from typing import Any
 
+from dbt_merge.duckdb.connection import quote
+
 _SCHEMA_LOCK = threading.Lock()
 _TABLE_LOCKS: dict[str, threading.Lock] = {}
 MATERIALIZATIONS = ("table", "view")
-
-
-def quote(name: str) -> str:
-    """A DuckDB identifier in double quotes."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def qualified(*parts: str | None) -> str:

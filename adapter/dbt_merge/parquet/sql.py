@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dbt_merge.duckdb.connection import quote  # noqa: F401 (the parquet modules' q.quote)
+
 SRC = "DBT_INTERNAL_SOURCE"
 DST = "DBT_INTERNAL_DEST"
 
@@ -47,10 +49,6 @@ class Column:
     @property
     def data_type(self) -> str:
         return self.dtype
-
-
-def quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def literal(text: str) -> str:

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 from dbt_merge.clickhouse.client import Catalog, ReadPlan
 from dbt_merge.sources import ClickHouseSource
+from dbt_merge.spark.session import quote
 
 logger = logging.getLogger(__name__)
 
@@ -30,11 +31,6 @@ class Landed:
     spark_table: str
     rows: int
     plan: ReadPlan
-
-
-def quote(name: str) -> str:
-    """A Spark identifier in backticks."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def spark_table_name(source: ClickHouseSource) -> str:

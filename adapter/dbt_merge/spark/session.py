@@ -103,7 +103,7 @@ class Column(render.Column):
 
     @property
     def quoted(self) -> str:
-        return "`" + self.name.replace("`", "``") + "`"
+        return quote(self.name)
 
 
 #: Settings a call found `true` and puts back to the session's starting value (SQL `RESET`), as
