@@ -1928,6 +1928,16 @@ REDACTED_READS = {
                     "select 2 as id, 'z' as name, 1 as updated_at",
                     "prints query plans cut short (spark.sql.maxPlanStringLength), and the merge "
                     "could not print its staged SELECT's plan in full"),
+    # a length the staged SELECT's plan fits in but the cached-target probe's does not: refused
+    # naming the plan length (red team helper-71: a length another thread had raised, shown
+    # redacted by a value regex, was refused blaming spark.sql.redaction.string.regex)
+    "plan_length_probe": ({"spark.sql.maxPlanStringLength": "1200",
+                           "spark.sql.redaction.options.regex": "(?i)maxplan"},
+                          "select 2 as id, 'z' as name, 1 as updated_at",
+                          "is cached in this Spark session (a cached Iceberg target would be "
+                          "counted from its cached rows): Spark prints the plan cut short "
+                          "(spark.sql.maxPlanStringLength), and the merge could not print it "
+                          "in full"),
     # a column that differs from the target's only in case, spark.sql.caseSensitive true and
     # redacted: refused as when it shows true (before: merged)
     "case_sensitive": ({"spark.sql.caseSensitive": "true",

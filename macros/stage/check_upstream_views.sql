@@ -126,9 +126,10 @@
                  ~ " views the SELECT reads cannot be told. Set spark.sql.redaction.string.regex, for the session"
                  ~ " dbt runs in, to a pattern that matches no database, view or plan node name the model reads" %}
   {% elif unreadable.reason == 'cut short' %}
-    {% set why = "Spark prints its plan cut short (spark.sql.maxPlanStringLength), also at full length, so the"
-                 ~ " views the SELECT reads cannot be told. Unset spark.sql.maxPlanStringLength for the session"
-                 ~ " dbt runs in" %}
+    {% set unraised = dbt_merge._plan_length_not_raised() %}
+    {% set why = "Spark prints its plan cut short (spark.sql.maxPlanStringLength), and the merge could not print"
+                 ~ " it in full " ~ unraised.why ~ ", so the views the SELECT reads cannot be told. "
+                 ~ unraised.fix ~ ", for the session dbt runs in" %}
   {% else %}
     {% set why = "Spark prints a view of its plan in a form the package does not read (" ~ unreadable.line | trim
                  ~ "). Report it to dbt_merge's maintainers" %}
@@ -251,6 +252,15 @@
   {% endfor %}
   {% do dbt_merge.keep_session_conf({setting: put_back}) %}
   {{ return(result.text) }}
+{% endmacro %}
+
+{#- Why a plan stays cut short after _explain_at_full_length, and the fix, for the messages of
+    the readers that then cannot read it (the upstream views', the cached target's). -#}
+{% macro _plan_length_not_raised() %}
+  {{ return({'why': "(it raises the setting for one statement only when it can read the value to put back, not"
+                    ~ " when spark.sql.redaction.options.regex shows it redacted)",
+             'fix': "Unset spark.sql.maxPlanStringLength, or narrow spark.sql.redaction.options.regex so that it"
+                    ~ " matches neither the setting's name nor a value such as 2000000000"}) }}
 {% endmacro %}
 
 {#- Whether Spark printed a plan cut short (spark.sql.maxPlanStringLength): it ends with
