@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbt_merge.duckdb.connection import quote  # noqa: F401 (the parquet modules' q.quote)
+# the DuckDB door's: a column as the macros expect one (.name, .dtype, .data_type, .quoted),
+# and the identifier quote (the parquet modules' q.quote)
+from dbt_merge.duckdb.connection import Column, quote  # noqa: F401
 
 SRC = "DBT_INTERNAL_SOURCE"
 DST = "DBT_INTERNAL_DEST"
@@ -37,18 +39,6 @@ PRUNABLE_TYPES = (
 )
 
 COMPRESSIONS = ("uncompressed", "snappy", "gzip", "zstd", "lz4", "lz4_raw", "brotli")
-
-
-@dataclass(frozen=True)
-class Column:
-    """A column as the macros expect one (a dbt Column's .name, .dtype and .data_type)."""
-
-    name: str
-    dtype: str
-
-    @property
-    def data_type(self) -> str:
-        return self.dtype
 
 
 def literal(text: str) -> str:
