@@ -1937,7 +1937,17 @@ REDACTED_READS = {
                           "is cached in this Spark session (a cached Iceberg target would be "
                           "counted from its cached rows): Spark prints the plan cut short "
                           "(spark.sql.maxPlanStringLength), and the merge could not print it "
-                          "in full"),
+                          "in full (it raises the setting for one statement only when it can read "
+                          "the value to put back, not when spark.sql.redaction.options.regex shows "
+                          "it redacted)"),
+    # the same, and the probe's plan redacted too (a node's name): both causes named (red team
+    # helper-72: only the cut was named, the user fixed it and met the next refusal)
+    "plan_length_probe_redacted": ({"spark.sql.maxPlanStringLength": "1200",
+                                    "spark.sql.redaction.options.regex": "(?i)maxplan",
+                                    "spark.sql.redaction.string.regex": "RelationV2"},
+                                   "select 2 as id, 'z' as name, 1 as updated_at",
+                                   "; Spark also redacts part of the plan (spark.sql.redaction."
+                                   "string.regex matches a node's name or statistics)"),
     # a column that differs from the target's only in case, spark.sql.caseSensitive true and
     # redacted: refused as when it shows true (before: merged)
     "case_sensitive": ({"spark.sql.caseSensitive": "true",
@@ -1959,6 +1969,45 @@ REDACTED_READS = {
                    "options.regex matches its name or value), so the merge cannot tell whether "
                    "it has them"),
 }
+
+
+@pytest.mark.spark
+def test_a_plan_length_set_back_before_each_explain_is_named(spark, monkeypatch):
+    """spark.sql.maxPlanStringLength readable (1200: the staged SELECT's plan fits, the cached-
+    target probe's does not), and something else in the session sets it back before each of
+    the merge's EXPLAINs at full length (a hook, another client of a shared session): refused
+    saying so, the target and the user's length as they were. The message blamed
+    spark.sql.redaction.options.regex, which this session does not set (red team helper-72)."""
+    from dbt_merge.errors import MergeError
+    from dbt_merge.spark import merge_dataframe
+    from dbt_merge.spark import session as spark_session
+
+    table = _table(spark, "plan_length_set_back", TARGET)
+    before = _rows(spark, table)
+    original = spark_session.SparkRunner.query
+    explains = []
+
+    def query(self, sql, _original=original):
+        if sql.startswith("explain cost select '${spark.sql.extensions}'"):
+            explains.append(spark.conf.get("spark.sql.maxPlanStringLength"))
+            spark.conf.set("spark.sql.maxPlanStringLength", "1200")
+        return _original(self, sql)
+
+    monkeypatch.setattr(spark_session.SparkRunner, "query", query)
+    spark.conf.set("spark.sql.maxPlanStringLength", "1200")
+    try:
+        with pytest.raises(MergeError) as refused:
+            merge_dataframe(spark.sql("select 2 as id, 'z' as name, 1 as updated_at"), table, "id")
+        kept = spark.conf.get("spark.sql.maxPlanStringLength")
+    finally:
+        spark.conf.unset("spark.sql.maxPlanStringLength")
+    said = str(refused.value)
+    assert "something else in the session set it back before the EXPLAIN ran" in said, said
+    assert "redaction" not in said, said
+    assert "The target was not changed" in said
+    assert len(explains) > 1 and explains[1] != "1200"  # it did raise it, each time put back
+    assert kept == "1200"
+    assert _rows(spark, table) == before
 
 
 @pytest.mark.spark

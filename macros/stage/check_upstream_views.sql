@@ -255,12 +255,20 @@
 {% endmacro %}
 
 {#- Why a plan stays cut short after _explain_at_full_length, and the fix, for the messages of
-    the readers that then cannot read it (the upstream views', the cached target's). -#}
+    the readers that then cannot read it (the upstream views', the cached target's): the session
+    shows the length redacted, so it was not raised, or it was raised and something else set it
+    back before each EXPLAIN ran (red team helper-72: the message blamed a redaction regex the
+    user had not set). Read once more, on the refusal only. -#}
 {% macro _plan_length_not_raised() %}
-  {{ return({'why': "(it raises the setting for one statement only when it can read the value to put back, not"
-                    ~ " when spark.sql.redaction.options.regex shows it redacted)",
-             'fix': "Unset spark.sql.maxPlanStringLength, or narrow spark.sql.redaction.options.regex so that it"
-                    ~ " matches neither the setting's name nor a value such as 2000000000"}) }}
+  {% if dbt_merge.session_setting('spark.sql.maxPlanStringLength').redacted %}
+    {{ return({'why': "(it raises the setting for one statement only when it can read the value to put back, not"
+                      ~ " when spark.sql.redaction.options.regex shows it redacted)",
+               'fix': "Unset spark.sql.maxPlanStringLength, or narrow spark.sql.redaction.options.regex so that it"
+                      ~ " matches neither the setting's name nor a value such as 2000000000"}) }}
+  {% endif %}
+  {{ return({'why': "(it raised the setting for its EXPLAIN, and something else in the session set it back before"
+                    ~ " the EXPLAIN ran, each time it tried: a hook, or another client of a shared session)",
+             'fix': "Stop whatever sets spark.sql.maxPlanStringLength while the merge runs, or unset it"}) }}
 {% endmacro %}
 
 {#- Whether Spark printed a plan cut short (spark.sql.maxPlanStringLength): it ends with

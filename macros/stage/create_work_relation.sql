@@ -481,13 +481,17 @@
       {% do seen.update({'v2': 'unreadable'}) %}
     {% endif %}
   {% endfor %}
-  {{ return('cut short' if dbt_merge._plan_cut_short(plan_text) else seen.v2) }}
+  {#- cut short: the part cut could hold a cached relation; with a part redacted too, both named -#}
+  {% if dbt_merge._plan_cut_short(plan_text) %}
+    {{ return('cut short and redacted' if seen.v2 == 'unreadable' else 'cut short') }}
+  {% endif %}
+  {{ return(seen.v2) }}
 {% endmacro %}
 
 {#- A merge target the session caches: the counts would read the cached rows. Refused before
     anything is written; the user's cache is theirs (not uncached here). -#}
 {% macro _refuse_cached_target(target, state=true) %}
-  {% if state == 'cut short' %}
+  {% if state in ('cut short', 'cut short and redacted') %}
     {#- still cut short after _explain_at_full_length: the length could not be raised for the EXPLAIN,
         since the session shows it redacted (spark.sql.redaction.options.regex matches the user's
         value, or the raised one another thread of the run has set for a moment: red team
@@ -496,8 +500,11 @@
     {{ dbt_merge.raise_merge_error("cannot check whether the target " ~ target ~ " is cached in this Spark"
         ~ " session (a cached Iceberg target would be counted from its cached rows): Spark prints the plan cut"
         ~ " short (spark.sql.maxPlanStringLength), and the merge could not print it in full " ~ unraised.why
-        ~ ". " ~ unraised.fix ~ ", for the session that runs the merge, then run the merge again. The target"
-        ~ " was not changed.") }}
+        ~ ". " ~ unraised.fix ~ ", for the session that runs the merge"
+        ~ ("; Spark also redacts part of the plan (spark.sql.redaction.string.regex matches a node's name or"
+           ~ " statistics): set that regex so that it matches no plan node's name (InMemoryRelation, BatchScan,"
+           ~ " RelationV2)" if state == 'cut short and redacted' else "")
+        ~ ", then run the merge again. The target was not changed.") }}
   {% endif %}
   {% if state == 'unreadable' %}
     {{ dbt_merge.raise_merge_error("cannot check whether the target " ~ target ~ " is cached in this Spark"
