@@ -1056,3 +1056,31 @@ def test_a_history_table_named_like_the_target_but_for_a_letter_beyond_ascii():
     with pytest.raises(MergeError, match="names the target itself"):
         merge_table(con, con.sql("select 1 as id, 'b' as v"), "A", key_columns="id",
                     merge_history_table="a")
+
+
+@pytest.mark.parametrize("kind", ["sql", "relation", "arrow", "pandas"])
+def test_source_columns_duckdb_takes_for_one_name_are_refused(con, kind):
+    """A source with columns 'Name' and 'name': DuckDB reads the second as 'name_1', and the
+    merge wrote the first's values into the table's `name`, the second's nowhere (red team
+    helper-72). Refused naming both, the table unchanged; names differing in a letter beyond
+    A-Z ('É', 'é') are two names to DuckDB, and merge."""
+    import pandas as pd
+
+    con.execute("create table twins (id integer, name integer)")
+    con.execute("insert into twins values (1, 0)")
+    source = {
+        "sql": "select 1 as id, 1 as Name, 2 as name",
+        "relation": con.sql("select 1 as id, 1 as Name, 2 as name"),
+        "arrow": pa.table({"id": [1], "Name": [1], "name": [2]}),
+        "pandas": pd.DataFrame({"id": [1], "Name": [1], "name": [2]}),
+    }[kind]
+    with pytest.raises(MergeError) as refused:
+        merge_table(con, source, "twins", key_columns="id")
+    said = str(refused.value)
+    assert "the source has columns 'Name' and 'name', which DuckDB takes for one name" in said
+    assert "Nothing was changed." in said
+    assert con.execute("select * from twins").fetchall() == [(1, 0)]
+    accents = pa.table({"id": [1], "É": [1], "é": [2]})
+    result = merge_table(con, accents, "accents", key_columns="id")
+    assert result.inserted == 1
+    assert con.execute("select * from accents").fetchall() == [(1, 1, 2)]

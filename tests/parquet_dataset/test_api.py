@@ -619,3 +619,27 @@ def test_a_nan_float_key_in_another_tools_file_is_matched(tmp_path):
     pq.write_table(pa.table({"k": [1.0, float("nan"), 3.0], "v": [1, 2, 3]}), root / "a.parquet")
     result = merge_parquet_dataset(pa.table({"k": [float("nan"), 5.0], "v": [20, 25]}), root, "k")
     assert (result.inserted, result.updated, result.total) == (1, 1, 4)
+
+
+def test_columns_duckdb_takes_for_one_name_are_refused(tmp_path):
+    """A dataset file (another tool's) or a source with columns 'Name' and 'name': DuckDB reads
+    the second as 'name_1', and a rewritten file stored it under that name, the column gone for
+    every reader of the file's own names (red team helper-72). Refused, the files as they were."""
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    twins = pa.table({"id": [1, 2], "Name": ["a", "b"], "name": ["x", "y"]})
+    pq.write_table(twins, ds / "f.parquet")
+    before = fingerprint(ds)
+    with pytest.raises(ParquetMergeError) as refused:
+        merge_parquet_dataset(pa.table({"id": [2], "Name": ["B"]}), ds, "id")
+    assert "the dataset's file f.parquet has columns 'Name' and 'name'" in str(refused.value)
+    assert "The dataset was not changed." in str(refused.value)
+    assert fingerprint(ds) == before and sorted(p.name for p in ds.iterdir()) == ["f.parquet"]
+    other = tmp_path / "other"
+    with pytest.raises(ParquetMergeError, match="the source has columns 'Name' and 'name'"):
+        merge_parquet_dataset(pa.table({"id": [2], "Name": ["B"], "name": ["c"]}), other, "id")
+    source = tmp_path / "source.parquet"
+    pq.write_table(pa.table({"id": [1], "NAME": ["a"], "name": ["x"]}), source)
+    with pytest.raises(ParquetMergeError, match="the source file .* has columns 'NAME' and 'name'"):
+        merge_parquet_dataset(source, other, "id")
+    assert not other.exists() or not any(other.rglob("*.parquet"))

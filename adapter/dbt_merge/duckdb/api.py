@@ -27,7 +27,13 @@ from dbt_merge.duckdb.connection import (
     Relation,
 )
 from dbt_merge.duckdb.history import create_table, refuse_unusable
-from dbt_merge.duckdb.names import reads_table, resolve_target
+from dbt_merge.duckdb.names import (
+    case_twins,
+    case_twins_message,
+    reads_table,
+    resolve_target,
+    source_names,
+)
 from dbt_merge.errors import MergeError
 from dbt_merge.options import MergeOptions, merge_config
 from dbt_merge.render import MacroContext, source_wording
@@ -104,6 +110,7 @@ def merge_table(
             else:
                 reader = _source_reader(runner, source, prefix)
                 select = reader.sql_query()
+            _refuse_case_twins(runner, source, prefix)
             if runner.in_transaction():
                 raise ConnectionInUse("the connection has a transaction open", "open")
             if cfg.get("history_table"):
@@ -248,6 +255,24 @@ def _source_query(runner: DuckDBRunner, source: str, prefix: str) -> str:
         prefix + f"the source query is {what}: merge_table takes one query (SELECT, WITH, VALUES, "
         "FROM ...) that returns the rows to merge. Nothing ran and nothing was changed."
     )
+
+
+def _refuse_case_twins(runner: DuckDBRunner, source: Any, prefix: str) -> None:
+    """A source with two columns DuckDB takes for one name ('Name', 'name': names.case_twins),
+    as the source itself names them: DuckDB reads the second renamed. A query's names are its
+    own (a relation of it, bound, not run); one DuckDB cannot bind is left to the flow's
+    message."""
+    if isinstance(source, str):
+        try:
+            names = runner.call(lambda: runner.con.sql(source).columns)
+        except duckdb.Error:
+            return
+    else:
+        names = source_names(source)
+    twins = case_twins(names or ())
+    if twins is not None:
+        raise MergeError(prefix + case_twins_message(twins, "the source") + " in the source. "
+                         "Nothing was changed.")
 
 
 def _source_reader(runner: DuckDBRunner, source: Any, prefix: str) -> duckdb.DuckDBPyRelation:

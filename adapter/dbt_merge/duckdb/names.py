@@ -268,3 +268,49 @@ def _writable(rows, target: Target) -> Target:
         return Target(target.name, "read-only database", target.database, target.schema,
                       target.identifier)
     return target
+
+
+#: ASCII letters to lower case, and nothing else: DuckDB takes two column names for one when
+#: they differ only in the case of ASCII letters ('Name', 'name'), never by other letters ('É',
+#: 'é' are two names).
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def case_twins(names: Any) -> tuple[str, str] | None:
+    """The first two of `names` that DuckDB takes for one column name, or None. DuckDB reads
+    such columns (an Arrow table's, a DataFrame's, a Parquet file's, a SELECT's) with the second
+    renamed ('name_1'): merged, the first's values went into the target's column of that name
+    and the second's nowhere, or were written back under the new name (red team helper-72)."""
+    seen: dict[str, str] = {}
+    for name in names:
+        folded = str(name).translate(_ASCII_LOWER)
+        if folded in seen:
+            return seen[folded], str(name)
+        seen[folded] = str(name)
+    return None
+
+
+def source_names(source: Any) -> list[str] | None:
+    """The column names of a Python source as its own object names them, before DuckDB reads
+    it: an Arrow table, batch or reader (its schema), a pandas or polars DataFrame or a DuckDB
+    relation (its columns); None for anything else (DuckDB then refuses it, or reads it)."""
+    schema = getattr(source, "schema", None)
+    names = getattr(schema, "names", None)
+    if names is None:
+        names = getattr(source, "columns", None)
+    try:
+        return [str(n) for n in names] if names is not None else None
+    except TypeError:
+        return None
+
+
+def case_twins_message(twins: tuple[str, str], where: str) -> str:
+    """Why a source or file whose columns are case twins is refused, and the fix."""
+    first, second = twins
+    return (
+        f"{where} has columns '{first}' and '{second}', which DuckDB takes for one name (it "
+        f"ignores the case of the letters A-Z in column names): it reads the second under another "
+        f"name ('{second}_1'), so its values would be merged into no column of its name, or "
+        f"written back renamed. Rename one of them"
+    )
+
