@@ -77,3 +77,30 @@ def test_publish_refuses_a_path_outside_the_dataset(tmp_path, path):
         with pytest.raises(ValueError, match="not a path inside the dataset"):
             publish(tx, SwapPlan("create", "", frozenset(), (path,)))
     assert not (tmp_path / "ds").exists()
+
+
+def test_a_dataset_inside_another_names_the_folder(tmp_path):
+    """A merge into a plain subfolder of a dataset (documented: its own dataset, read by its own
+    folder), then into the outer one: refused naming a file of each layout and the plain folder,
+    the same message every run (red team helper-72: "found: (root), None", in either order)."""
+    import pyarrow as pa
+    from dbt_merge import merge_parquet_dataset
+
+    outer = tmp_path / "sales"
+    merge_parquet_dataset(pa.table({"id": [1, 2], "v": ["a", "b"]}), outer, "id")
+    merge_parquet_dataset(pa.table({"id": [10], "v": ["z"]}), outer / "2024", "id")
+    said = set()
+    for _ in range(3):
+        with pytest.raises(ParquetMergeError) as refused:
+            merge_parquet_dataset(pa.table({"id": [1], "v": ["A"]}), outer, "id")
+        said.add(str(refused.value))
+    (message,) = said
+    assert "A plain folder inside the dataset's folder (2024) holding Parquet files" in message
+    assert "2024/dbt_merge-" in message and "(root)" not in message
+
+
+def test_mixed_layouts_name_one_file_of_each_in_order():
+    with pytest.raises(ParquetMergeError) as refused:
+        partition_columns(["p=1/b.parquet", "a.parquet", "data/c.parquet"], "/d")
+    assert "(e.g. a.parquet, data/c.parquet, p=1/b.parquet)" in str(refused.value)
+    assert "(data)" in str(refused.value)

@@ -34,22 +34,40 @@ def parent(path: str) -> str:
 def partition_columns(files: Iterable[str], root: str) -> list[str]:
     """The hive partition columns of a dataset, from its files' directories (`p=1/q=a/x.parquet`
     -> [p, q]); [] for a flat dataset. Mixed layouts are refused."""
-    layouts = set()
-    for path in files:
+    layouts: dict[tuple, str] = {}  # each layout, and its first file (sorted) for the message
+    for path in sorted(files):
         dirs = [d for d in parent(path).split("/") if d]
         names = []
         for d in dirs:
             match = _HIVE_PART.match(d)
             names.append(match.group(1) if match else None)
-        layouts.add(tuple(names))
+        layouts.setdefault(tuple(names), path)
     if not layouts:
         return []
     if len(layouts) > 1 or any(name is None for name in next(iter(layouts))):
-        examples = ", ".join("/".join(str(n) for n in layout) or "(root)" for layout in layouts)
+        # one file of each layout, named (red team helper-72: the layouts were printed as
+        # "(root), None", in an order that changed from run to run)
+        examples = ", ".join(sorted(layouts.values())[:5])
+        plain = sorted(
+            {
+                d
+                for p in layouts.values()
+                for d in parent(p).split("/")
+                if d and not _HIVE_PART.match(d)
+            }
+        )
         raise ParquetMergeError(
             f"the Parquet files under {root} are not laid out as one dataset: their folders "
-            f"are not the same hive partition columns (column=value) at every level "
-            f"(found: {examples}). Merge into a folder holding one dataset."
+            f"are not the same hive partition columns (column=value) at every level (e.g. "
+            f"{examples}). "
+            + (
+                f"A plain folder inside the dataset's folder ({', '.join(plain[:3])}) holding "
+                "Parquet files is another dataset or a copy, which every reader of the folder "
+                "reads with it: move it out of the dataset's folder, or merge into a folder "
+                "holding one dataset."
+                if plain
+                else "Merge into a folder holding one dataset."
+            )
         )
     return list(next(iter(layouts)))
 
