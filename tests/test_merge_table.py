@@ -1084,3 +1084,16 @@ def test_source_columns_duckdb_takes_for_one_name_are_refused(con, kind):
     result = merge_table(con, accents, "accents", key_columns="id")
     assert result.inserted == 1
     assert con.execute("select * from accents").fetchall() == [(1, 1, 2)]
+
+
+@pytest.mark.parametrize("name, said", [("", "a column named '', which DuckDB reads under another "
+                                              "name (as 'v1' or 'C1')"),
+                                        ("a\x00b", "a column named 'a\\x00b', which DuckDB reads")])
+def test_source_column_names_duckdb_reads_as_other_names_are_refused(con, name, said):
+    """An empty column name (DuckDB reads it as 'v1') or one with a NUL (an Arrow scan cuts it
+    there): the values went into a column of another name (red team helper-72)."""
+    with pytest.raises(MergeError) as refused:
+        merge_table(con, pa.table({"id": [1], name: ["x"]}), "odd_names", key_columns="id")
+    assert said in str(refused.value) and "Nothing was changed." in str(refused.value)
+    assert con.execute("select count(*) from duckdb_tables() where table_name = 'odd_names'"
+                       ).fetchall() == [(0,)]

@@ -643,3 +643,15 @@ def test_columns_duckdb_takes_for_one_name_are_refused(tmp_path):
     with pytest.raises(ParquetMergeError, match="the source file .* has columns 'NAME' and 'name'"):
         merge_parquet_dataset(source, other, "id")
     assert not other.exists() or not any(other.rglob("*.parquet"))
+
+
+def test_column_names_duckdb_reads_as_other_names_are_refused(tmp_path):
+    """An empty name (read as 'v1' or 'C1') or one with a NUL, in a source or a source file:
+    the dataset was written with the other name (red team helper-72)."""
+    with pytest.raises(ParquetMergeError, match="the source has a column named 'a\\\\x00b'"):
+        merge_parquet_dataset(pa.table({"id": [1], "a\x00b": ["x"]}), tmp_path / "ds", "id")
+    odd = tmp_path / "odd.parquet"
+    pq.write_table(pa.table({"id": [1], "": ["x"]}), odd)
+    with pytest.raises(ParquetMergeError, match="the source file .* has a column named ''"):
+        merge_parquet_dataset(odd, tmp_path / "ds", "id")
+    assert not (tmp_path / "ds").exists() or not any((tmp_path / "ds").rglob("*.parquet"))

@@ -28,8 +28,7 @@ from dbt_merge.duckdb.connection import (
 )
 from dbt_merge.duckdb.history import create_table, refuse_unusable
 from dbt_merge.duckdb.names import (
-    case_twins,
-    case_twins_message,
+    name_problem,
     reads_table,
     resolve_target,
     source_names,
@@ -110,7 +109,7 @@ def merge_table(
             else:
                 reader = _source_reader(runner, source, prefix)
                 select = reader.sql_query()
-            _refuse_case_twins(runner, source, prefix)
+            _refuse_renamed_columns(runner, source, prefix)
             if runner.in_transaction():
                 raise ConnectionInUse("the connection has a transaction open", "open")
             if cfg.get("history_table"):
@@ -257,9 +256,9 @@ def _source_query(runner: DuckDBRunner, source: str, prefix: str) -> str:
     )
 
 
-def _refuse_case_twins(runner: DuckDBRunner, source: Any, prefix: str) -> None:
-    """A source with two columns DuckDB takes for one name ('Name', 'name': names.case_twins),
-    as the source itself names them: DuckDB reads the second renamed. A query's names are its
+def _refuse_renamed_columns(runner: DuckDBRunner, source: Any, prefix: str) -> None:
+    """A source with a column DuckDB reads under another name (names.name_problem: an empty
+    name, two names DuckDB takes for one), as the source itself names them. A query's names are its
     own (a relation of it, bound, not run); one DuckDB cannot bind is left to the flow's
     message."""
     if isinstance(source, str):
@@ -269,10 +268,9 @@ def _refuse_case_twins(runner: DuckDBRunner, source: Any, prefix: str) -> None:
             return
     else:
         names = source_names(source)
-    twins = case_twins(names or ())
-    if twins is not None:
-        raise MergeError(prefix + case_twins_message(twins, "the source") + " in the source. "
-                         "Nothing was changed.")
+    problem = name_problem(names or (), "the source")
+    if problem is not None:
+        raise MergeError(prefix + problem + " in the source. Nothing was changed.")
 
 
 def _source_reader(runner: DuckDBRunner, source: Any, prefix: str) -> duckdb.DuckDBPyRelation:

@@ -314,3 +314,21 @@ def case_twins_message(twins: tuple[str, str], where: str) -> str:
         f"written back renamed. Rename one of them"
     )
 
+
+def name_problem(names: Any, where: str) -> str | None:
+    """Why DuckDB would read one of `names` (a source's or a Parquet file's own) under another
+    name, for a message that goes on with " in the <source or file>", or None: an empty name
+    (read as 'v1' or 'C1'), one with a NUL character (cut there, or kept: it depends on the
+    reader), two names DuckDB takes for one (case_twins). Merged, the values went into a column
+    of another name, or nowhere (red team helper-72)."""
+    listed = [str(n) for n in names]
+    for name in listed:
+        if name == "" or "\x00" in name:
+            how = "as 'v1' or 'C1'" if name == "" else "cut at the NUL character, or with it"
+            return (
+                f"{where} has a column named {name!r}, which DuckDB reads under another name "
+                f"({how}), so its values would be merged into no column of its name. Rename it"
+            )
+    twins = case_twins(listed)
+    return case_twins_message(twins, where) if twins is not None else None
+

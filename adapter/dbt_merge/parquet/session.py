@@ -87,8 +87,9 @@ def check_file_options(
                 fail(
                     f"partition column '{column}' has characters hive folder names cannot hold "
                     "as they are (DuckDB writes and reads them URL-encoded): partition columns "
-                    "take letters, digits, '_' and '-'. Rename the column in the source (e.g. "
-                    f"'{re.sub(r'[^A-Za-z0-9_-]+', '_', column)}'), or partition by another."
+                    "take only the letters A-Z and a-z, digits, '_' and '-'. Rename the column "
+                    f"in the source (e.g. '{re.sub(r'[^A-Za-z0-9_-]+', '_', column)}'), or "
+                    "partition by another."
                 )
     return FileOptions(codec, rows_per_file, row_group_size, columns)
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from dbt_merge.duckdb.names import case_twins, case_twins_message, source_names
+from dbt_merge.duckdb.names import name_problem, source_names
 from dbt_merge.parquet import commit, layout, paths, schema, types
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
@@ -67,19 +67,18 @@ class ParquetWriter:
                 self.fail("source is an empty list of paths.")
             globs = [os.path.join(p, "**", "*.parquet") if os.path.isdir(p) else p for p in paths]
             listed = ", ".join(q.literal(g) for g in globs)
-            self._refuse_case_twins(f"[{listed}]", "the source file")
+            self._refuse_renamed_source_files(f"[{listed}]", "the source file")
             return self.s.temp(
                 "source", f"select * from read_parquet([{listed}], union_by_name = true)", "view"
             )
-        twins = case_twins(source_names(source) or ())
-        if twins is not None:
-            said = case_twins_message(twins, "the source")
+        said = name_problem(source_names(source) or (), "the source")
+        if said is not None:
             self.fail(f"{said} in the source. Nothing was changed.")
         return self.s.register("source", source)
 
-    def _refuse_case_twins(self, file_list: str, what: str) -> None:
-        """Source files (a DuckDB list of paths or globs) one of which has two top-level
-        columns DuckDB takes for one name (names.case_twins): read, the second is renamed."""
+    def _refuse_renamed_source_files(self, file_list: str, what: str) -> None:
+        """Source files (a DuckDB list of paths or globs) one of which has a top-level column
+        DuckDB reads under another name (names.name_problem)."""
         try:
             rows = self.s.query(
                 "select file_name, name, type, num_children, duckdb_type"
@@ -87,14 +86,14 @@ class ParquetWriter:
             )[1]
         except duckdb.Error:
             return  # no such file, or not Parquet: the source's read says so
-        self._refuse_file_twins(schema.top_level_columns(rows), what, ". Nothing was changed.")
+        found = schema.top_level_columns(rows)
+        self._refuse_renamed_file_columns(found, what, ". Nothing was changed.")
 
-    def _refuse_file_twins(self, by_file: dict, what: str, fix: str) -> None:
+    def _refuse_renamed_file_columns(self, by_file: dict, what: str, fix: str) -> None:
         for file, columns in by_file.items():
-            twins = case_twins(c.name for c in columns)
-            if twins is not None:
-                shown = os.path.relpath(file, self.root) if what.startswith("the dataset") else file
-                said = case_twins_message(twins, f"{what} {shown}")
+            shown = os.path.relpath(file, self.root) if what.startswith("the dataset") else file
+            said = name_problem((c.name for c in columns), f"{what} {shown}")
+            if said is not None:
                 self.fail(f"{said} in the file{fix}")
 
     # ------------------------------------------------------------------ the dataset
@@ -178,7 +177,7 @@ class ParquetWriter:
             )[1]
         )
         # a file the merge rewrites would store the second renamed (red team helper-72)
-        self._refuse_file_twins(
+        self._refuse_renamed_file_columns(
             self.file_columns,
             "the dataset's file",
             " (or rebuild the dataset from the source with full_refresh=True). The target was "
