@@ -1097,3 +1097,37 @@ def test_source_column_names_duckdb_reads_as_other_names_are_refused(con, name, 
     assert said in str(refused.value) and "Nothing was changed." in str(refused.value)
     assert con.execute("select count(*) from duckdb_tables() where table_name = 'odd_names'"
                        ).fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+@pytest.mark.parametrize("old, new, example", [
+    (pa.array(["abc", "7"]), pa.array([1, 2]), "'abc'"),
+    (pa.array([1, 2], pa.int32()), pa.array([[1], [2]], pa.list_(pa.int32())), "'1'"),
+])
+def test_a_retype_whose_cast_fails_on_a_value_is_refused_before_the_write(
+        con, tmp_path, dry_run, old, new, example):
+    """on_schema_change='sync_all_columns' retyping a column to a type some of the values it
+    holds do not convert to: refused naming the column and a value, on a dry run as on the run
+    (red team helper-72: the dry run reported its counts, the run failed on DuckDB's raw
+    conversion error); the table and the dataset unchanged. A retype that converts merges."""
+    from dbt_merge import ParquetMergeError, merge_parquet_dataset
+
+    merge_table(con, pa.table({"id": [1, 2], "v": old}), "retyped", key_columns="id")
+    before = con.execute("select * from retyped order by id").fetchall()
+    with pytest.raises(MergeError) as refused:
+        merge_table(con, pa.table({"id": [2, 3], "v": new}), "retyped", key_columns="id",
+                    on_schema_change="sync_all_columns", dry_run=dry_run)
+    said = str(refused.value)
+    assert "would change column 'v'" in said and f"do not convert (e.g. {example})" in said, said
+    assert con.execute("select * from retyped order by id").fetchall() == before
+    ds = tmp_path / "ds"
+    merge_parquet_dataset(pa.table({"id": [1, 2], "v": old}), ds, "id")
+    files = sorted(p.name for p in ds.iterdir())
+    with pytest.raises(ParquetMergeError, match=f"do not convert \\(e.g. {example}\\)"):
+        merge_parquet_dataset(pa.table({"id": [2, 3], "v": new}), ds, "id",
+                              on_schema_change="sync_all_columns", dry_run=dry_run)
+    assert sorted(p.name for p in ds.iterdir()) == files
+    con.execute("create table converts as select 1 as id, '5' as v")
+    merge_table(con, pa.table({"id": [1], "v": [6]}), "converts", key_columns="id",
+                on_schema_change="sync_all_columns")
+    assert con.execute("select * from converts").fetchall() == [(1, 6)]

@@ -86,6 +86,33 @@
 {% macro default__check_schema_changes(target, changes) %}
 {% endmacro %}
 
+{#- DuckDB: a retype whose cast fails on a value the table holds ('abc' to INTEGER) failed the
+    run with DuckDB's raw conversion error, after a dry run had reported its counts (red team
+    helper-72): the values that do not convert are counted first, one statement for every
+    retyped column, only on a run that retypes one. (A cast DuckDB does not implement at all
+    fails this statement the same way the ALTER would.) -#}
+{% macro duckdb__check_schema_changes(target, changes) %}
+  {% if not changes.retyped %}
+    {{ return(none) }}
+  {% endif %}
+  {% set parts = [] %}
+  {% for r in changes.retyped %}
+    {% set col = dbt_merge.quote_identifier(r.column.name) %}
+    {% set failed = col ~ ' is not null and try_cast(' ~ col ~ ' as ' ~ r.new_type ~ ') is null' %}
+    {% do parts.append('count(*) filter (where ' ~ failed ~ '), min(cast(' ~ col ~ ' as varchar)) filter (where ' ~ failed ~ ')') %}
+  {% endfor %}
+  {% set row = dbt_merge.run_sql('select ' ~ parts | join(', ') ~ ' from ' ~ target, 'dbt_merge_check').rows[0] %}
+  {% for r in changes.retyped %}
+    {% if row[loop.index0 * 2] | int > 0 %}
+      {{ dbt_merge.raise_merge_error("on_schema_change='sync_all_columns' would change column '" ~ r.column.name
+          ~ "' of " ~ target ~ " from " ~ r.column.data_type ~ " to " ~ r.new_type ~ ", but " ~ row[loop.index0 * 2] | int
+          ~ " of the values it holds do not convert (e.g. '" ~ row[loop.index0 * 2 + 1] ~ "'). Cast the column in the"
+          ~ " SELECT to " ~ r.column.data_type ~ ", or run with --full-refresh to rebuild the table from the SELECT."
+          ~ " The target was not changed.") }}
+    {% endif %}
+  {% endfor %}
+{% endmacro %}
+
 {# Spark: each ALTER commits on its own, so an impossible one must be refused before the first.
    Iceberg (and Delta) change a column's type in place only to a wider type of the same kind:
    int -> bigint, float -> double, decimal(p, s) -> decimal(p2, s) with p2 > p. #}
