@@ -88,26 +88,39 @@
 
 {#- DuckDB: a retype whose cast fails on a value the table holds ('abc' to INTEGER) failed the
     run with DuckDB's raw conversion error, after a dry run had reported its counts (red team
-    helper-72): the values that do not convert are counted first, one statement for every
-    retyped column, only on a run that retypes one. (A cast DuckDB does not implement at all
-    fails this statement the same way the ALTER would.) -#}
+    helper-72): before the write, dry runs included, one statement over the table for every
+    retyping run (none on a run --empty or --sample skips: red team helper-74). To a type of
+    one value (INTEGER, DATE, ...), the values try_cast cannot convert are counted and the run
+    refused naming one; a JSON null, which converts to NULL, is not one of them. To a nested
+    type (LIST, ARRAY, STRUCT, MAP, UNION), try_cast turns a failing element into a NULL inside
+    a value that is not NULL ('NULL' text converts to NULL, too), so the statement makes the
+    very cast the ALTER makes: a value that fails it fails the run there, with DuckDB's error,
+    on a dry run as on the run, before anything is written. -#}
 {% macro duckdb__check_schema_changes(target, changes) %}
-  {% if not changes.retyped %}
+  {% if not changes.retyped or dbt_merge.shrinking_run_mode() %}
     {{ return(none) }}
   {% endif %}
   {% set parts = [] %}
   {% for r in changes.retyped %}
     {% set col = dbt_merge.quote_identifier(r.column.name) %}
-    {% set failed = col ~ ' is not null and try_cast(' ~ col ~ ' as ' ~ r.new_type ~ ') is null' %}
-    {% do parts.append('count(*) filter (where ' ~ failed ~ '), min(cast(' ~ col ~ ' as varchar)) filter (where ' ~ failed ~ ')') %}
+    {% set new_type = r.new_type | string %}
+    {% if '[' in new_type or modules.re.match('(?i)^\s*(struct|map|union)\s*\(', new_type) %}
+      {% do parts.append('count(cast(' ~ col ~ ' as ' ~ new_type ~ ')), cast(null as varchar)') %}
+    {% else %}
+      {% set failed = col ~ ' is not null and try_cast(' ~ col ~ ' as ' ~ new_type ~ ') is null'
+                      ~ (" and json_type(" ~ col ~ ") <> 'NULL'" if (r.column.dtype | string | upper) == 'JSON' else '') %}
+      {% do parts.append('count(*) filter (where ' ~ failed ~ '), min(cast(' ~ col ~ ' as varchar)) filter (where ' ~ failed ~ ')') %}
+    {% endif %}
   {% endfor %}
   {% set row = dbt_merge.run_sql('select ' ~ parts | join(', ') ~ ' from ' ~ target, 'dbt_merge_check').rows[0] %}
   {% for r in changes.retyped %}
-    {% if row[loop.index0 * 2] | int > 0 %}
+    {% set value = row[loop.index0 * 2 + 1] %}
+    {% if value is not none %}
+      {% set shown = (value | string)[:60] ~ ('...' if (value | string) | length > 60 else '') %}
       {{ dbt_merge.raise_merge_error("on_schema_change='sync_all_columns' would change column '" ~ r.column.name
-          ~ "' of " ~ target ~ " from " ~ r.column.data_type ~ " to " ~ r.new_type ~ ", but " ~ row[loop.index0 * 2] | int
-          ~ " of the values it holds do not convert (e.g. '" ~ row[loop.index0 * 2 + 1] ~ "'). Cast the column in the"
-          ~ " SELECT to " ~ r.column.data_type ~ ", or run with --full-refresh to rebuild the table from the SELECT."
+          ~ "' of " ~ target ~ " from " ~ r.column.dtype ~ " to " ~ r.new_type ~ ", but " ~ row[loop.index0 * 2] | int
+          ~ " of the values it holds do not convert (e.g. '" ~ shown | replace("'", "''") ~ "'). Cast the column in the"
+          ~ " SELECT to " ~ r.column.dtype ~ ", or run with --full-refresh to rebuild the table from the SELECT."
           ~ " The target was not changed.") }}
     {% endif %}
   {% endfor %}

@@ -104,3 +104,13 @@ def test_mixed_layouts_name_one_file_of_each_in_order():
         partition_columns(["p=1/b.parquet", "a.parquet", "data/c.parquet"], "/d")
     assert "(e.g. a.parquet, data/c.parquet, p=1/b.parquet)" in str(refused.value)
     assert "(data)" in str(refused.value)
+
+
+def test_mixed_layouts_name_every_plain_folder_once():
+    """Every plain folder, as the path up to it: b, c and x (not x and y), _temporary (not its
+    `0`), p=1/data (red team helper-74: one folder a run, `x, y` for x/y)."""
+    files = ["a.parquet", "b/1.parquet", "c/2.parquet", "x/y/3.parquet",
+             "_temporary/0/p=1/4.parquet", "p=1/data/5.parquet"]
+    with pytest.raises(ParquetMergeError) as refused:
+        partition_columns(iter(files), "/d")
+    assert "(_temporary; b; c; p=1/data; x)" in str(refused.value), str(refused.value)

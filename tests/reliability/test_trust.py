@@ -34,6 +34,13 @@ def test_empty_and_sample_never_write_into_a_table(db, tmp_path):
                    "select * from {{ ref('upstream') }}"),
         "e_new": ({**cfg, "strategy": "full_merge"}, "select * from {{ ref('upstream') }}"),
     }
+    if db.name == "duckdb":
+        # a retype whose cast fails on the table's values ('a' to INTEGER): skipped by --empty
+        # and --sample like any run, not refused (red team helper-74: the check of the values,
+        # made before the skip, failed the model)
+        db.table(s, "e_retype", rows_sql(IDS, before))
+        models["e_retype"] = ({**cfg, "on_schema_change": "sync_all_columns"},
+                              "select id, cast(5 as integer) as name from {{ ref('upstream') }}")
     root = project(db, tmp_path, "empty", models)
     (root / "models" / "upstream.sql").write_text(
         "{{ config(materialized='table', schema='" + s + "') }}\nselect * from " + s + ".raw\n"
@@ -54,7 +61,15 @@ def test_empty_and_sample_never_write_into_a_table(db, tmp_path):
             assert db.rows(s, "e_new") == []
             db.sql(f"drop table {s}.e_new")
 
+        if db.name == "duckdb":
+            assert message(run, "e_retype") == (
+                f"MERGE upsert: skipped ({flag[0]}): the target was not changed"
+            ), message(run, "e_retype")
+
     run = dbt(db, root, "run")  # an ordinary run merges
+    if db.name == "duckdb":
+        assert "do not convert (e.g. 'a')" in message(run, "e_retype"), message(run, "e_retype")
+        assert db.rows(s, "e_retype") == [(1, "a"), (2, "b"), (3, "c")]
     assert "1 inserted, 1 updated, 2 deleted, 0 unchanged, 2 total" in message(run, "e_full")
     assert db.rows(s, "e_full") == [(2, "B"), (4, "d")]
 

@@ -35,7 +35,8 @@ def partition_columns(files: Iterable[str], root: str) -> list[str]:
     """The hive partition columns of a dataset, from its files' directories (`p=1/q=a/x.parquet`
     -> [p, q]); [] for a flat dataset. Mixed layouts are refused."""
     layouts: dict[tuple, str] = {}  # each layout, and its first file (sorted) for the message
-    for path in sorted(files):
+    files = sorted(files)
+    for path in files:
         dirs = [d for d in parent(path).split("/") if d]
         names = []
         for d in dirs:
@@ -48,20 +49,23 @@ def partition_columns(files: Iterable[str], root: str) -> list[str]:
         # one file of each layout, named (red team helper-72: the layouts were printed as
         # "(root), None", in an order that changed from run to run)
         examples = ", ".join(sorted(layouts.values())[:5])
-        plain = sorted(
-            {
-                d
-                for p in layouts.values()
-                for d in parent(p).split("/")
-                if d and not _HIVE_PART.match(d)
-            }
-        )
+        # every plain folder, as its path up to it (`x/y/f` is `x`, `p=1/data/f` is
+        # `p=1/data`): one run names all of them (red team helper-74: one per layout)
+        plain = set()
+        for path in files:
+            parts = [d for d in parent(path).split("/") if d]
+            for depth, d in enumerate(parts):
+                if not _HIVE_PART.match(d):
+                    plain.add("/".join(parts[: depth + 1]))
+                    break
+        plain = sorted(plain)
         raise ParquetMergeError(
             f"the Parquet files under {root} are not laid out as one dataset: their folders "
             f"are not the same hive partition columns (column=value) at every level (e.g. "
             f"{examples}). "
             + (
-                f"A plain folder inside the dataset's folder ({', '.join(plain[:3])}) holding "
+                f"A plain folder inside the dataset's folder ({'; '.join(plain[:5])}"
+                f"{'; ...' if len(plain) > 5 else ''}) holding "
                 "Parquet files is another dataset or a copy, which every reader of the folder "
                 "reads with it: move it out of the dataset's folder, or merge into a folder "
                 "holding one dataset."
