@@ -60,13 +60,13 @@
   {% endfor %}
   {% if pinned.unreadable and pinned.cut %}
     {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}
+    {#- the cause as the session shows it now (red team helper-73: this message blamed the
+        redaction regex where something else had set the length back) -#}
+    {% set unraised = dbt_merge._plan_length_not_raised() %}
     {{ dbt_merge.raise_merge_error("this Spark session prints query plans cut short (spark.sql.maxPlanStringLength), "
-        ~ "and the merge could not print its staged SELECT's plan in full (it raises the setting for one statement "
-        ~ "only when it can read the value to put back: not when spark.sql.redaction.options.regex shows it "
-        ~ "redacted). The merge reads that plan to know that the SELECT keeps the rows the checks saw until the "
-        ~ "write. Unset "
-        ~ "spark.sql.maxPlanStringLength, or narrow spark.sql.redaction.options.regex so that it does not match it, "
-        ~ "for the session that runs the merge, then run this model again. The target was not changed.") }}
+        ~ "and the merge could not print its staged SELECT's plan in full " ~ unraised.why ~ ". The merge reads "
+        ~ "that plan to know that the SELECT keeps the rows the checks saw until the write. " ~ unraised.fix
+        ~ ", for the session that runs the merge, then run this model again. The target was not changed.") }}
   {% endif %}
   {% if pinned.unreadable %}
     {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}

@@ -621,7 +621,7 @@ def test_a_nan_float_key_in_another_tools_file_is_matched(tmp_path):
     assert (result.inserted, result.updated, result.total) == (1, 1, 4)
 
 
-def test_columns_duckdb_takes_for_one_name_are_refused(tmp_path):
+def test_columns_equal_but_for_case_are_refused(tmp_path):
     """A dataset file (another tool's) or a source with columns 'Name' and 'name': DuckDB reads
     the second as 'name_1', and a rewritten file stored it under that name, the column gone for
     every reader of the file's own names (red team helper-72). Refused, the files as they were."""

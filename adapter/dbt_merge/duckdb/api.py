@@ -109,7 +109,7 @@ def merge_table(
             else:
                 reader = _source_reader(runner, source, prefix)
                 select = reader.sql_query()
-            _refuse_renamed_columns(runner, source, prefix)
+            _refuse_renamed_columns(source, prefix)
             if runner.in_transaction():
                 raise ConnectionInUse("the connection has a transaction open", "open")
             if cfg.get("history_table"):
@@ -256,19 +256,11 @@ def _source_query(runner: DuckDBRunner, source: str, prefix: str) -> str:
     )
 
 
-def _refuse_renamed_columns(runner: DuckDBRunner, source: Any, prefix: str) -> None:
-    """A source with a column DuckDB reads under another name (names.name_problem: an empty
-    name, two names DuckDB takes for one), as the source itself names them. A query's names are its
-    own (a relation of it, bound, not run); one DuckDB cannot bind is left to the flow's
-    message."""
-    if isinstance(source, str):
-        try:
-            names = runner.call(lambda: runner.con.sql(source).columns)
-        except duckdb.Error:
-            return
-    else:
-        names = source_names(source)
-    problem = name_problem(names or (), "the source")
+def _refuse_renamed_columns(source: Any, prefix: str) -> None:
+    """A source object with a column DuckDB or the merge would take for another
+    (names.name_problem: an empty name, names equal but for case), as the object names them.
+    A SQL query is read as DuckDB reads it (its columns named as DuckDB names them)."""
+    problem = name_problem(source_names(source) or (), "the source")
     if problem is not None:
         raise MergeError(prefix + problem + " in the source. Nothing was changed.")
 

@@ -270,20 +270,16 @@ def _writable(rows, target: Target) -> Target:
     return target
 
 
-#: ASCII letters to lower case, and nothing else: DuckDB takes two column names for one when
-#: they differ only in the case of ASCII letters ('Name', 'name'), never by other letters ('É',
-#: 'é' are two names).
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-
-
 def case_twins(names: Any) -> tuple[str, str] | None:
-    """The first two of `names` that DuckDB takes for one column name, or None. DuckDB reads
-    such columns (an Arrow table's, a DataFrame's, a Parquet file's, a SELECT's) with the second
-    renamed ('name_1'): merged, the first's values went into the target's column of that name
-    and the second's nowhere, or were written back under the new name (red team helper-72)."""
+    """The first two of `names` equal but for case (str.lower), or None. DuckDB takes two names
+    that differ in the case of A-Z for one and reads the second renamed ('name_1'); names that
+    differ in the case of other letters ('É', 'é') are two to DuckDB, but the package's macros
+    match column names ignoring case as Python does: merged into an existing target, one
+    column's values went into both (red team helper-73). Either way the values of one went
+    into another column or nowhere (red team helper-72)."""
     seen: dict[str, str] = {}
     for name in names:
-        folded = str(name).translate(_ASCII_LOWER)
+        folded = str(name).lower()
         if folded in seen:
             return seen[folded], str(name)
         seen[folded] = str(name)
@@ -292,15 +288,27 @@ def case_twins(names: Any) -> tuple[str, str] | None:
 
 def source_names(source: Any) -> list[str] | None:
     """The column names of a Python source as its own object names them, before DuckDB reads
-    it: an Arrow table, batch or reader (its schema), a pandas or polars DataFrame or a DuckDB
-    relation (its columns); None for anything else (DuckDB then refuses it, or reads it)."""
-    schema = getattr(source, "schema", None)
-    names = getattr(schema, "names", None)
-    if names is None:
-        names = getattr(source, "columns", None)
+    it, without reading its rows: an Arrow table, batch, reader, dataset or scanner (its
+    schema), a polars LazyFrame (collect_schema), a pandas or polars DataFrame or a DuckDB
+    relation (its columns); None for anything else, and for a SQL query (preparing it to
+    learn its columns would run its nextval() once more: red team helper-73)."""
+    if isinstance(source, str):
+        return None
     try:
+        import pyarrow as pa
+
+        schema = getattr(source, "schema", None)
+        if isinstance(schema, pa.Schema):
+            return list(schema.names)
+    except ImportError:
+        pass
+    try:
+        collect_schema = getattr(source, "collect_schema", None)  # a polars LazyFrame
+        if callable(collect_schema):
+            return [str(n) for n in collect_schema().names()]
+        names = getattr(source, "columns", None)
         return [str(n) for n in names] if names is not None else None
-    except TypeError:
+    except Exception:  # an object whose columns cannot be listed: DuckDB says what it reads
         return None
 
 
@@ -308,10 +316,10 @@ def case_twins_message(twins: tuple[str, str], where: str) -> str:
     """Why a source or file whose columns are case twins is refused, and the fix."""
     first, second = twins
     return (
-        f"{where} has columns '{first}' and '{second}', which DuckDB takes for one name (it "
-        f"ignores the case of the letters A-Z in column names): it reads the second under another "
-        f"name ('{second}_1'), so its values would be merged into no column of its name, or "
-        f"written back renamed. Rename one of them"
+        f"{where} has columns '{first}' and '{second}', whose names differ only in case: DuckDB "
+        f"takes names that differ in the case of A-Z for one (it reads the second as "
+        f"'{second}_1'), and the merge matches column names ignoring case, so the values of one "
+        f"would be merged into the other's column or into none. Rename one of them"
     )
 
 
