@@ -288,24 +288,31 @@ def case_twins(names: Any) -> tuple[str, str] | None:
 
 def source_names(source: Any) -> list[str] | None:
     """The column names of a Python source as its own object names them, before DuckDB reads
-    it, without reading its rows: an Arrow table, batch, reader, dataset or scanner (its
-    schema), a polars LazyFrame (collect_schema), a pandas or polars DataFrame or a DuckDB
-    relation (its columns); None for anything else, and for a SQL query (preparing it to
-    learn its columns would run its nextval() once more: red team helper-73)."""
+    it, without reading its rows: an Arrow table, batch, reader or dataset (its schema), an
+    Arrow Scanner (projected_schema), an object of the Arrow schema interface, a polars
+    LazyFrame (collect_schema), a pandas or polars DataFrame or a DuckDB relation (its
+    columns); None for anything else (an object with only an Arrow stream, which reading
+    would consume), and for a SQL query (preparing it to learn its columns would run its
+    nextval() once more: red team helper-73)."""
     if isinstance(source, str):
         return None
     try:
+        if type(source).__module__.startswith("polars") and hasattr(source, "collect_schema"):
+            # a LazyFrame's schema resolved once, without the warning `.schema` gives
+            return [str(n) for n in source.collect_schema().names()]
         import pyarrow as pa
 
-        schema = getattr(source, "schema", None)
-        if isinstance(schema, pa.Schema):
-            return list(schema.names)
+        for attribute in ("schema", "projected_schema"):  # a table, ...; a Scanner
+            schema = getattr(source, attribute, None)
+            if isinstance(schema, pa.Schema):
+                return list(schema.names)
+        if hasattr(source, "__arrow_c_schema__"):  # the Arrow PyCapsule schema interface
+            return list(pa.schema(source).names)
     except ImportError:
         pass
+    except Exception:  # an object whose schema cannot be read: DuckDB says what it reads
+        return None
     try:
-        collect_schema = getattr(source, "collect_schema", None)  # a polars LazyFrame
-        if callable(collect_schema):
-            return [str(n) for n in collect_schema().names()]
         names = getattr(source, "columns", None)
         return [str(n) for n in names] if names is not None else None
     except Exception:  # an object whose columns cannot be listed: DuckDB says what it reads
@@ -315,11 +322,19 @@ def source_names(source: Any) -> list[str] | None:
 def case_twins_message(twins: tuple[str, str], where: str) -> str:
     """Why a source or file whose columns are case twins is refused, and the fix."""
     first, second = twins
+    ascii_lower = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+    duckdb_renames = first.translate(ascii_lower) == second.translate(ascii_lower)
     return (
-        f"{where} has columns '{first}' and '{second}', whose names differ only in case: DuckDB "
-        f"takes names that differ in the case of A-Z for one (it reads the second as "
-        f"'{second}_1'), and the merge matches column names ignoring case, so the values of one "
-        f"would be merged into the other's column or into none. Rename one of them"
+        f"{where} has columns '{first}' and '{second}', whose names differ only in case: "
+        + (
+            f"DuckDB takes names that differ in the case of A-Z for one (it reads the second as "
+            f"'{second}_1'), and the merge matches column names ignoring case"
+            if duckdb_renames
+            # red team helper-75: DuckDB keeps 'Σ' and 'σ' apart; only the merge does not
+            else "the merge matches column names ignoring case (as Python lower-cases them)"
+        )
+        + ", so the values of one would be merged into the other's column or into none. "
+        "Rename one of them"
     )
 
 
