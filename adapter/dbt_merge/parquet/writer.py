@@ -80,14 +80,19 @@ class ParquetWriter:
         """Source files (a DuckDB list of paths or globs) one of which has a top-level column
         DuckDB reads under another name (names.name_problem)."""
         try:
-            rows = self.s.query(
+            found = self._columns_of_files(file_list)
+        except duckdb.Error:
+            return  # no such file, or not Parquet: the source's read says so
+        self._refuse_renamed_file_columns(found, what, ". Nothing was changed.")
+
+    def _columns_of_files(self, file_list: str) -> dict[str, list[schema.FileColumn]]:
+        """Each file's own top-level columns (a DuckDB list of paths or globs), in order."""
+        return schema.top_level_columns(
+            self.s.query(
                 "select file_name, name, type, num_children, duckdb_type"
                 f" from parquet_schema({file_list}) order by file_name, column_id"
             )[1]
-        except duckdb.Error:
-            return  # no such file, or not Parquet: the source's read says so
-        found = schema.top_level_columns(rows)
-        self._refuse_renamed_file_columns(found, what, ". Nothing was changed.")
+        )
 
     def _refuse_renamed_file_columns(self, by_file: dict, what: str, fix: str) -> None:
         for file, columns in by_file.items():
@@ -170,12 +175,7 @@ class ParquetWriter:
         paths = self._paths(files)
         columns = self.s.describe(q.read_files(paths, hive))
         file_list = "[" + ", ".join(q.literal(p) for p in paths) + "]"
-        self.file_columns = schema.top_level_columns(
-            self.s.query(
-                "select file_name, name, type, num_children, duckdb_type"
-                f" from parquet_schema({file_list}) order by file_name, column_id"
-            )[1]
-        )
+        self.file_columns = self._columns_of_files(file_list)
         # a file the merge rewrites would store the second renamed (red team helper-72)
         self._refuse_renamed_file_columns(
             self.file_columns,
