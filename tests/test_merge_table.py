@@ -1097,6 +1097,36 @@ def test_source_columns_equal_but_for_case_are_refused(con, kind):
     assert con.execute("select * from twins").fetchall() == [(1, 0)]
 
 
+@pytest.mark.parametrize("case", ["sql_new", "sql_existing", "sql_dry_run", "target"])
+def test_names_equal_but_for_case_in_a_sql_source_or_the_target_are_refused(con, case):
+    """A SQL query with columns 'É' and 'é' (two names to DuckDB, one to the merge, which matches
+    names ignoring case as Python does) built the table with both, and its second merge wrote É's
+    values into both; into a table with both, a source with 'É' only wrote its values into 'é'
+    too: every run reported success (red team helper-75, known then). Refused before anything is
+    written, on a dry run too; a full refresh rebuilds such a table from the source."""
+    twins = """select 1 as id, 'x' as "É", 'y' as "é" """
+    if case != "sql_new":
+        con.execute('create table tw (id integer, "É" varchar, "é" varchar)')
+        con.execute("insert into tw values (1, 'a', 'b')")
+    source = """select 1 as id, 'x' as "É" """ if case == "target" else twins
+    with pytest.raises(MergeError) as refused:
+        merge_table(con, source, "tw", key_columns="id", dry_run=case == "sql_dry_run")
+    said = str(refused.value)
+    owner = 'the target "memory"."main"."tw" has' if case == "target" else "the source has"
+    assert said.startswith(f"dbt_merge: table 'tw': {owner} columns 'É' and 'é', whose names "
+                           "differ only in case"), said
+    assert said.endswith("The target was not changed."), said
+    if case == "sql_new":
+        assert con.sql("select count(*) from information_schema.tables "
+                       "where table_name = 'tw'").fetchall() == [(0,)]
+        return
+    assert con.sql("select * from tw").fetchall() == [(1, "a", "b")]
+    if case == "target":
+        assert "rebuild it with full_refresh=True (its columns are then the source's)" in said
+        result = merge_table(con, source, "tw", key_columns="id", full_refresh=True)
+        assert con.sql("select * from tw").fetchall() == [(1, "x")], result
+
+
 @pytest.mark.parametrize("name, said", [("", "a column named '', which DuckDB reads under another "
                                               "name (as 'v1' or 'C1')"),
                                         ("a\x00b", "a column named 'a\\x00b', which DuckDB reads")])

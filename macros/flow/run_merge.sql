@@ -54,6 +54,8 @@
   {% endif %}
   {#- as the staged view's plan says them exactly (stage_select), else `describe table` -#}
   {% set source_columns = staged.get('columns') or dbt_merge.relation_columns(relations.stage) %}
+  {#- two names equal but for case: one taken for the other by every phase -#}
+  {% do dbt_merge.check_column_names(source_columns) %}
 
   {#-- plan: the schema change (made only just before the write) and the columns to compare --#}
   {% set schema = none %}
@@ -66,6 +68,7 @@
     {#- its columns, and on Spark an Iceberg table's properties, in one read -#}
     {% set described = dbt_merge.described_target(existing) %}
     {% set target_columns = described.columns %}
+    {% do dbt_merge.check_column_names(target_columns, existing) %}
     {% set target_names = target_columns | map(attribute='name') | list %}
     {#- the soft-delete columns the SELECT lacks are columns it brings (build_merge_plan adds
         them): added to a table without them, kept as they are in a table with them -#}

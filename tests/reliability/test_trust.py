@@ -462,3 +462,32 @@ def test_spark_case_sensitive_column_rename_is_refused(db, tmp_path):
     got = message(run, "cs_model")
     assert "differ from the target's only in case" in got, got
     assert db.rows(s, "cs_model") == [(1, "a")]
+
+
+@pytest.mark.parametrize("db", ENGINES, indirect=True)
+def test_columns_named_alike_but_for_case_are_refused(db, tmp_path):
+    """Every phase finds a column by its name ignoring case (Python's lower()): a SELECT with
+    columns `É` and `é` (two names to DuckDB) merged É's values into both on its second run, and
+    into a table with both, a SELECT with `É` only wrote its values into `é` too, each run
+    reporting success (Spark's staged SELECT keeps both too). Refused before anything is written,
+    naming both columns. The target keeps its rows."""
+    s = f"trust_twins_{db.name}"
+    q = '"' if db.name == "duckdb" else "`"
+    db.table(s, "tw_select", f"select cast(1 as bigint) as id, 'a' as {q}É{q}")
+    models = {"tw_select": ({"schema": s, "unique_key": "id"},
+                            f"select cast(1 as bigint) as id, 'x' as {q}É{q}, 'y' as {q}é{q}")}
+    if db.name == "duckdb":  # a target holding both: tried on DuckDB only
+        db.table(s, "tw_target", "select cast(1 as bigint) as id, 'a' as \"É\", 'b' as \"é\"")
+        models["tw_target"] = ({"schema": s, "unique_key": "id"},
+                               "select cast(1 as bigint) as id, 'x' as \"É\"")
+    before = {m: db.rows(s, m) for m in models}
+    run = dbt(db, project(db, tmp_path, "twins", models), "run")
+    said = message(run, "tw_select")
+    assert "the model's SELECT has columns 'É' and 'é', whose names differ only in case" \
+        in said, said
+    if db.name == "duckdb":
+        said = message(run, "tw_target")
+        assert "columns 'É' and 'é', whose names differ only in case" in said, said
+        assert "Rename one of them in the table, or rebuild the table with --full-refresh" \
+            in said, said
+    assert {m: db.rows(s, m) for m in models} == before
