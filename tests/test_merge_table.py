@@ -1112,7 +1112,7 @@ def test_names_equal_but_for_case_in_a_sql_source_or_the_target_are_refused(con,
     with pytest.raises(MergeError) as refused:
         merge_table(con, source, "tw", key_columns="id", dry_run=case == "sql_dry_run")
     said = str(refused.value)
-    owner = 'the target "memory"."main"."tw" has' if case == "target" else "the source has"
+    owner = 'the target table "memory"."main"."tw" has' if case == "target" else "the source has"
     assert said.startswith(f"dbt_merge: table 'tw': {owner} columns 'É' and 'é', whose names "
                            "differ only in case"), said
     assert said.endswith("The target was not changed."), said
@@ -1122,9 +1122,52 @@ def test_names_equal_but_for_case_in_a_sql_source_or_the_target_are_refused(con,
         return
     assert con.sql("select * from tw").fetchall() == [(1, "a", "b")]
     if case == "target":
-        assert "rebuild it with full_refresh=True (its columns are then the source's)" in said
+        assert "rebuild it with full_refresh=True (its columns are then the source's" in said
         result = merge_table(con, source, "tw", key_columns="id", full_refresh=True)
         assert con.sql("select * from tw").fetchall() == [(1, "x")], result
+
+
+@pytest.mark.parametrize("strategy", ["upsert", "full_merge", "history"])
+def test_a_pair_equal_but_for_case_the_merge_never_names_is_kept(con, strategy):
+    """A table with 'É' and 'é' and a source of neither: the merge writes only the source's
+    columns, so it is not refused (red team helper-76: it was, by the first form of the check)
+    and both keep their values."""
+    con.execute('create table tw (id integer, v varchar, "É" varchar, "é" varchar)')
+    con.execute("insert into tw values (1, 'a', 'x', 'y'), (2, 'b', 'p', 'q')")
+    history = {"updated_at": "t"} if strategy == "history" else {}
+    if history:
+        con.execute("drop table tw")
+    source = "select 1 as id, 'A' as v" + (", timestamp '2024-01-01' as t" if history else "")
+    result = merge_table(con, source, "tw", key_columns="id", strategy=strategy, **history)
+    if history:
+        con.execute('alter table tw add column "É" varchar')
+        con.execute('alter table tw add column "é" varchar')
+        con.execute("""update tw set "É" = 'x', "é" = 'y'""")
+        result = merge_table(con, source.replace("'A'", "'B'").replace("01-01", "01-02"), "tw",
+                             key_columns="id", strategy=strategy, **history)
+        assert (result.inserted, result.updated) == (0, 1), result
+        assert con.sql('select v, "É", "é" from tw order by t').fetchall() == [
+            ("A", "x", "y"), ("B", None, None)]
+        return
+    assert result.updated == 1, result
+    assert con.sql('select * from tw order by id').fetchall() == (
+        [(1, "A", "x", "y")] + ([(2, "b", "p", "q")] if strategy == "upsert" else []))
+
+
+@pytest.mark.parametrize("names", [("del", "del"), ("del", "DEL"), ("Ä", "ä")])
+def test_soft_delete_options_naming_one_column_are_refused(con, names):
+    """soft_delete_column and soft_delete_timestamp_column naming one column, as the merge
+    matches names: a first run built 'del' and 'del_1', or 'Ä' and 'ä', and reported success;
+    later runs failed (red team helper-76)."""
+    with pytest.raises(MergeError) as refused:
+        merge_table(con, "select 1 as id, 'a' as v", "sd", key_columns="id",
+                    strategy="full_merge", soft_delete_column=names[0],
+                    soft_delete_timestamp_column=names[1])
+    said = str(refused.value)
+    assert f"soft_delete_column '{names[0]}' and soft_delete_timestamp_column '{names[1]}' name " \
+        "one column" in said, said
+    assert con.sql("select count(*) from information_schema.tables "
+                   "where table_name = 'sd'").fetchall() == [(0,)]
 
 
 @pytest.mark.parametrize("name, said", [("", "a column named '', which DuckDB reads under another "

@@ -68,7 +68,6 @@
     {#- its columns, and on Spark an Iceberg table's properties, in one read -#}
     {% set described = dbt_merge.described_target(existing) %}
     {% set target_columns = described.columns %}
-    {% do dbt_merge.check_column_names(target_columns, existing) %}
     {% set target_names = target_columns | map(attribute='name') | list %}
     {#- the soft-delete columns the SELECT lacks are columns it brings (build_merge_plan adds
         them): added to a table without them, kept as they are in a table with them -#}
@@ -83,6 +82,8 @@
         {% do brought.append(m.column) %}
       {% endfor %}
     {% endif %}
+    {#- two of the table's names equal but for case, one of which the run writes or reads -#}
+    {% do dbt_merge.check_column_names(target_columns, existing, brought | map(attribute='name') | list) %}
     {% set schema = dbt_merge.plan_schema_changes(cfg.on_schema_change, target, brought, target_columns) %}
   {% endif %}
   {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_columns, schema, staged['session']) %}

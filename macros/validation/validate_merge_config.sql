@@ -126,6 +126,14 @@
     {{ dbt_merge.raise_merge_error("soft_delete_timestamp_column is set without soft_delete_column. Set "
         ~ "soft_delete_column (the boolean column) too.") }}
   {% endif %}
+  {#- one column for both (or two a merge takes for one, 'del' and 'DEL'): a first run built the
+      second as 'del_1', or built both 'Ä' and 'ä' and every later run was refused for them (red
+      team helper-76) -#}
+  {% if soft_column and soft_ts_column and soft_column | string | lower == soft_ts_column | string | lower %}
+    {{ dbt_merge.raise_merge_error("soft_delete_column '" ~ soft_column ~ "' and soft_delete_timestamp_column '"
+        ~ soft_ts_column ~ "' name one column (the merge matches column names ignoring case): one is the boolean "
+        ~ "flag, the other the time of the delete. Give each its own column.") }}
+  {% endif %}
   {% if soft_column and not (strategy == 'full_merge' or delete_condition) %}
     {{ dbt_merge.raise_merge_error("soft_delete_column is set, but strategy '" ~ strategy ~ "' deletes nothing "
         ~ "without delete_condition. Use strategy='full_merge' or set delete_condition.") }}

@@ -645,6 +645,29 @@ def test_columns_equal_but_for_case_are_refused(tmp_path):
     assert not other.exists() or not any(other.rglob("*.parquet"))
 
 
+def test_columns_equal_but_for_case_in_two_files_are_refused_when_merged(tmp_path):
+    """One file with 'É', another tool's file with 'é': the dataset has both (two names to
+    DuckDB), and a source with 'É' would have its values merged into both (red team helper-76).
+    Refused naming the dataset; a source of neither merges and keeps both as they are."""
+    ds = tmp_path / "ds"
+    ds.mkdir()
+    pq.write_table(pa.table({"id": [1], "v": ["a"], "É": ["x"]}), ds / "a.parquet")
+    pq.write_table(pa.table({"id": [2], "v": ["b"], "é": ["y"]}), ds / "b.parquet")
+    before = fingerprint(ds)
+    with pytest.raises(ParquetMergeError) as refused:
+        merge_parquet_dataset(pa.table({"id": [2], "v": ["B"], "É": ["z"]}), ds, "id")
+    said = str(refused.value)
+    assert said.startswith(f"dbt_merge: dataset '{ds}': the target dataset ") and \
+        "has columns 'É' and 'é', whose names differ only in case" in said, said
+    assert said.endswith("The dataset was not changed."), said
+    assert fingerprint(ds) == before
+    result = merge_parquet_dataset(pa.table({"id": [2], "v": ["B"]}), ds, "id")
+    assert (result.updated, result.total) == (1, 2)
+    assert sorted(duckdb.sql(f"select id, v, \"É\", \"é\" from read_parquet('{ds}/*.parquet', "
+                             "union_by_name=true)").fetchall()) == [(1, "a", "x", None),
+                                                                   (2, "B", None, "y")]
+
+
 def test_column_names_duckdb_reads_as_other_names_are_refused(tmp_path):
     """An empty name (read as 'v1' or 'C1') or one with a NUL, in a source or a source file:
     the dataset was written with the other name (red team helper-72)."""

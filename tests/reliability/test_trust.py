@@ -488,6 +488,6 @@ def test_columns_named_alike_but_for_case_are_refused(db, tmp_path):
     if db.name == "duckdb":
         said = message(run, "tw_target")
         assert "columns 'É' and 'é', whose names differ only in case" in said, said
-        assert "Rename one of them in the table, or rebuild the table with --full-refresh" \
+        assert "Rename one of them in the target table, or rebuild the table with --full-refresh" \
             in said, said
     assert {m: db.rows(s, m) for m in models} == before
