@@ -1170,6 +1170,30 @@ def test_soft_delete_options_naming_one_column_are_refused(con, names):
                    "where table_name = 'sd'").fetchall() == [(0,)]
 
 
+@pytest.mark.parametrize("options, said", [
+    ({"soft_delete_column": "ID"}, "soft_delete_column 'ID' names a key column"),
+    ({"soft_delete_column": "del", "soft_delete_timestamp_column": "id"},
+     "soft_delete_timestamp_column 'id' names a key column"),
+    ({"soft_delete_column": ""}, 'soft_delete_column must be a column name (a non-empty string), '
+                                 'got ""'),
+    ({"soft_delete_column": 1}, "soft_delete_column must be a column name (a non-empty string), "
+                                "got 1"),
+    ({"soft_delete_column": ["del"], "soft_delete_timestamp_column": "DEL"},
+     "soft_delete_column must be a column name"),
+])
+def test_soft_delete_options_that_are_no_column_of_their_own_are_refused(con, options, said):
+    """soft_delete_column naming the key set the marked row's key to true, or marked nothing
+    and reported success; a number or a list built a column named '1' or "['del']"; '' turned
+    soft deletes off and the row was deleted (red team helper-77). Refused before anything."""
+    con.execute("create table sk (id integer, v varchar)")
+    con.execute("insert into sk values (1, 'a'), (2, 'b')")
+    with pytest.raises(MergeError) as refused:
+        merge_table(con, "select 1 as id, 'a' as v", "sk", key_columns="id",
+                    strategy="full_merge", **options)
+    assert said in str(refused.value), str(refused.value)
+    assert con.sql("select * from sk order by id").fetchall() == [(1, "a"), (2, "b")]
+
+
 @pytest.mark.parametrize("name, said", [("", "a column named '', which DuckDB reads under another "
                                               "name (as 'v1' or 'C1')"),
                                         ("a\x00b", "a column named 'a\\x00b', which DuckDB reads")])

@@ -122,6 +122,21 @@
   {#- Soft deletes: a boolean column set to true instead of deleting the row. -#}
   {% set soft_column = config.get('soft_delete_column') %}
   {% set soft_ts_column = config.get('soft_delete_timestamp_column') %}
+  {#- each a column name: a number, list or mapping built a column named '1' or "['a']", and ''
+      turned soft deletes off, its rows deleted (red team helper-77) -#}
+  {% for option, value in [('soft_delete_column', soft_column), ('soft_delete_timestamp_column', soft_ts_column)] %}
+    {% if value is not none and (value is not string or not value | trim) %}
+      {{ dbt_merge.raise_merge_error(option ~ " must be a column name (a non-empty string), got "
+          ~ (value | tojson if value is string else value) ~ ". Name the column, or leave " ~ option ~ " unset.") }}
+    {% endif %}
+    {#- the key: a soft delete set the key of the row it marked to true, or marked nothing and
+        reported success (red team helper-77) -#}
+    {% if value is not none and value | lower in unique_key | map('lower') | list %}
+      {{ dbt_merge.raise_merge_error(option ~ " '" ~ value ~ "' names a unique_key column (the merge matches column "
+          ~ "names ignoring case): a key identifies the row, so it cannot also mark its deletion. Name a column "
+          ~ "of its own.") }}
+    {% endif %}
+  {% endfor %}
   {% if soft_ts_column and not soft_column %}
     {{ dbt_merge.raise_merge_error("soft_delete_timestamp_column is set without soft_delete_column. Set "
         ~ "soft_delete_column (the boolean column) too.") }}

@@ -668,6 +668,53 @@ def test_columns_equal_but_for_case_in_two_files_are_refused_when_merged(tmp_pat
                                                                    (2, "B", None, "y")]
 
 
+def test_a_file_column_equal_to_the_partition_column_beyond_a_to_z_is_refused(tmp_path):
+    """A dataset partitioned by `k` and another tool's file in `k=x/` with a column 'K' (the
+    Kelvin sign, U+212A): two names to DuckDB, one to lower(). The dataset's read hid it as the
+    file's copy of the partition column, and a merge rewriting the file dropped its values,
+    on a dry run reporting success too (red team helper-77). Refused as a pair of names."""
+    ds = tmp_path / "ds"
+    merge_parquet_dataset(pa.table({"id": [1, 2], "k": ["x", "y"], "v": ["a", "b"]}), ds, "id",
+                          partition_by=["k"])
+    pq.write_table(pa.table({"id": [3], "v": ["c"], "\u212a": ["other"]}),
+                   ds / "k=x" / "foreign.parquet")
+    before = fingerprint(ds)
+    for dry_run in (True, False):
+        with pytest.raises(ParquetMergeError) as refused:
+            merge_parquet_dataset(pa.table({"id": [3], "k": ["x"], "v": ["C"]}), ds, "id",
+                                  dry_run=dry_run)
+        assert "has columns '\u212a' and 'k', whose names differ only in case" in \
+            str(refused.value), str(refused.value)
+    assert fingerprint(ds) == before
+
+
+def test_a_source_file_in_a_folder_named_like_its_own_column(tmp_path):
+    """A source file in `Name=a/` holding a column `name` of its own: DuckDB reads the folder
+    as a Hive partition and takes 'a' for every row, the file's values gone, and the merge
+    reported success (red team helper-75). Refused naming the file, the folder and both values;
+    where the values agree (a tool that writes the partition column into its files too), and
+    for a Hive-partitioned source whose files lack the column, the source merges as read."""
+    src = tmp_path / "src"
+    (src / "Name=a").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1, 2], "name": ["x", "y"]}), src / "Name=a" / "f.parquet")
+    with pytest.raises(ParquetMergeError) as refused:
+        merge_parquet_dataset(src, tmp_path / "ds", "id")
+    said = str(refused.value)
+    assert f"the source file {src}/Name=a/f.parquet holds a column 'name' and lies in a folder " \
+        "'Name=a' (a Hive partition folder to DuckDB)" in said, said
+    assert "('x' in the file, 'a' read)" in said and said.endswith("Nothing was changed."), said
+    assert not (tmp_path / "ds").exists() or not any((tmp_path / "ds").rglob("*.parquet"))
+    agree = tmp_path / "agree"
+    (agree / "name=a").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1], "name": ["a"]}), agree / "name=a" / "f.parquet")
+    assert merge_parquet_dataset(agree, tmp_path / "ds", "id").inserted == 1
+    hive = tmp_path / "hive"
+    (hive / "region=eu").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [2], "v": ["b"]}), hive / "region=eu" / "f.parquet")
+    assert merge_parquet_dataset(hive, tmp_path / "ds2", "id").inserted == 1
+    assert read_dataset(tmp_path / "ds2")[1] == [{"id": 2, "v": "b", "region": "eu"}]
+
+
 def test_column_names_duckdb_reads_as_other_names_are_refused(tmp_path):
     """An empty name (read as 'v1' or 'C1') or one with a NUL, in a source or a source file:
     the dataset was written with the other name (red team helper-72)."""

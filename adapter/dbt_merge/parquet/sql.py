@@ -113,12 +113,17 @@ def _read_files(paths: Sequence[str], hive: Hive | None, filename_column: str | 
             values.append(f"cast({text} as {hive.types[name]})")
         rows.append(f"({', '.join(values)})")
     # every file column but a partition column a file may also hold (the folder wins, as in
-    # DuckDB's hive reading), then the partition columns from the folders
-    hidden = [n.lower() for n in names] + [joined] + ([] if filename_column else [path])
+    # DuckDB's hive reading), then the partition columns from the folders. The same column as
+    # DuckDB names columns: equal but for the case of A-Z. A file's column equal to a partition
+    # column only as lower() folds beyond A-Z (the Kelvin sign K, U+212A, and `k`) is another
+    # column to DuckDB: kept, and refused by the flow as a pair of names the merge takes for one
+    # (red team helper-77: lower() hid it, and a rewrite of its file dropped its values)
+    hidden = [_ascii_lower(n) for n in names] + [joined] + ([] if filename_column else [path])
     hidden_list = ", ".join(literal(h) for h in hidden)
     partition_list = ", ".join(f"dbt_merge_partitions.{quote(n)}" for n in names)
+    folded = f"translate(c, '{_UPPER}', '{_UPPER.lower()}')"
     query = (
-        f"select columns(lambda c: lower(c) not in ({hidden_list})), {partition_list}"
+        f"select columns(lambda c: {folded} not in ({hidden_list})), {partition_list}"
         f" from read_parquet([{files}], union_by_name = true, hive_partitioning = false,"
         f" filename = {literal(path)}) as dbt_merge_files"
         f" join (values {', '.join(rows)})"
@@ -128,6 +133,14 @@ def _read_files(paths: Sequence[str], hive: Hive | None, filename_column: str | 
     if filename_column:
         query = f"select * rename ({quote(path)} as {quote(filename_column)}) from ({query})"
     return f"({query})"
+
+
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _ascii_lower(name: str) -> str:
+    """A name as DuckDB compares names: the letters A-Z folded, nothing else."""
+    return name.translate(str.maketrans(_UPPER, _UPPER.lower()))
 
 
 def read_dataset(root: str, hive_types: dict[str, str] | None, columns: Sequence[str]) -> str:

@@ -78,12 +78,57 @@ class ParquetWriter:
 
     def _refuse_renamed_source_files(self, file_list: str, what: str) -> None:
         """Source files (a DuckDB list of paths or globs) one of which has a top-level column
-        DuckDB reads under another name (names.name_problem)."""
+        DuckDB reads under another name (names.name_problem), or whose own values of a column
+        DuckDB's read replaces with a folder's (_refuse_folder_values_over_columns)."""
         try:
             found = self._columns_of_files(file_list)
         except duckdb.Error:
             return  # no such file, or not Parquet: the source's read says so
         self._refuse_renamed_file_columns(found, what, ". Nothing was changed.")
+        self._refuse_folder_values_over_columns(file_list, found)
+
+    def _refuse_folder_values_over_columns(self, file_list: str, by_file: dict) -> None:
+        """A source file in a folder `name=value` (anywhere in its path) that holds a column of
+        that name itself (ignoring case): DuckDB reads such files Hive-partitioned (when every
+        file's path names the same keys) and takes the folder's value for the column, the
+        file's own values gone, with no error (red team helper-75: `Name=a/f.parquet` holding
+        `name` 'x' was merged as 'a'). Refused, naming the file, the folder and a value, when
+        the two reads differ; where they agree (a tool that writes the partition column into
+        its files too) the source is read as it is."""
+        keys: set[str] = set()
+        for file, columns in by_file.items():
+            own = {c.name.lower() for c in columns}
+            for part in file.replace(os.sep, "/").split("/")[:-1]:
+                key, eq, _ = part.partition("=")
+                if eq and key.lower() in own:
+                    keys.add(key.lower())
+        if not keys:
+            return
+        read = f"read_parquet({file_list}, union_by_name = true, filename = 'dbt_merge_file', " \
+            "file_row_number = true"
+        names = self.s.query(f"select * from {read}) limit 0")[0]
+        for name in sorted(n for n in names if n.lower() in keys):
+            col = q.quote(name)
+            found = self.s.query(
+                f"select f.dbt_merge_file, cast(f.{col} as varchar), cast(o.{col} as varchar)"
+                f" from {read}) as f join {read}, hive_partitioning = false) as o"
+                " using (dbt_merge_file, file_row_number)"
+                f" where cast(f.{col} as varchar) is distinct from cast(o.{col} as varchar)"
+                " order by 1 limit 1"
+            )[1]
+            if found:
+                file, folder_value, own_value = found[0]
+                folder = next(p for p in file.replace(os.sep, "/").split("/")[:-1]
+                              if p.partition("=")[0].lower() == name.lower() and "=" in p)
+                self.fail(
+                    f"the source file {file} holds a column '{name}' and lies in a folder "
+                    f"'{folder}' (a Hive partition folder to DuckDB), whose value DuckDB reads "
+                    f"instead of the file's own ({_shown(own_value)} in the file, "
+                    f"{_shown(folder_value)} read): the file's values of '{name}' would be lost. "
+                    "Move the files out of that folder or rename it, or read them yourself "
+                    "and pass the relation (connection.read_parquet(..., "
+                    "hive_partitioning=False)). Nothing was changed."
+                )
 
     def _columns_of_files(self, file_list: str) -> dict[str, list[schema.FileColumn]]:
         """Each file's own top-level columns (a DuckDB list of paths or globs), in order."""
@@ -861,3 +906,10 @@ def _as_paths(source: Any) -> list[str] | None:
     if isinstance(source, list | tuple) and all(isinstance(s, str | os.PathLike) for s in source):
         return [os.fspath(s) for s in source]
     return None
+
+
+def _shown(value: str | None) -> str:
+    """A value of a message: NULL, or quoted as SQL text, cut at 60 characters."""
+    if value is None:
+        return "NULL"
+    return q.literal(value if len(value) <= 60 else value[:60] + "...")
