@@ -1194,6 +1194,24 @@ def test_soft_delete_options_that_are_no_column_of_their_own_are_refused(con, op
     assert con.sql("select * from sk order by id").fetchall() == [(1, "a"), (2, "b")]
 
 
+@pytest.mark.parametrize("options, select", [
+    ({"soft_delete_column": "V"}, "select 1 as id, 'x' as v"),
+    ({"soft_delete_column": "del", "soft_delete_timestamp_column": "at"},
+     "select 1 as id, false as del, 1.5 as at"),
+])
+def test_a_first_build_with_a_soft_delete_column_of_another_type_is_refused(con, options, select):
+    """A SELECT carrying the soft-delete column as VARCHAR (or its timestamp as a number) built
+    the table, and every later run was refused for the column's type (red team helper-77): the
+    build is refused the same way, naming the SELECT, and no table is made."""
+    with pytest.raises(MergeError) as refused:
+        merge_table(con, select, "sb", key_columns="id", strategy="full_merge", **options)
+    said = str(refused.value)
+    assert "in the source, which builds the target" in said and "Cast it in the source" in said, \
+        said
+    assert con.sql("select count(*) from information_schema.tables "
+                   "where table_name = 'sb'").fetchall() == [(0,)]
+
+
 @pytest.mark.parametrize("name, said", [("", "a column named '', which DuckDB reads under another "
                                               "name (as 'v1' or 'C1')"),
                                         ("a\x00b", "a column named 'a\\x00b', which DuckDB reads")])

@@ -9,8 +9,11 @@
 -#}
 {% macro build_merge_plan(cfg, relations, source_columns, schema, session=none) %}
   {#- soft_delete_column (and its timestamp) the SELECT lacks: added to it as live (false, NULL) -#}
-  {% if cfg.soft_delete and schema is not none %}
-    {% do dbt_merge._check_soft_delete_types(cfg, relations.target, schema.target_columns) %}
+  {% if cfg.soft_delete %}
+    {#- a table built from the SELECT takes the SELECT's types: checked there (red team
+        helper-77: a VARCHAR flag built the table, and every later run was refused for it) -#}
+    {% do dbt_merge._check_soft_delete_types(cfg, relations.target,
+        schema.target_columns if schema is not none else source_columns, built=schema is none) %}
   {% endif %}
   {% set extras = dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list,
                                                 schema.target_columns if schema is not none else none) %}
@@ -299,7 +302,7 @@
     read as coalesce(flag, false), so BOOLEAN (DuckDB also takes an integer type, as 1 and 0);
     the time is set to the merge's current_timestamp, so a timestamp, a date, a time or a
     string type. Types that work are never refused (red team helper-46: the rest failed raw). -#}
-{% macro _check_soft_delete_types(cfg, target, target_columns) %}
+{% macro _check_soft_delete_types(cfg, target, target_columns, built=false) %}
   {% set integers = ['tinyint', 'smallint', 'integer', 'int', 'bigint', 'hugeint', 'utinyint', 'usmallint',
                      'uinteger', 'ubigint', 'uhugeint', 'int1', 'int2', 'int4', 'int8'] %}
   {% for option, name in [('soft_delete_column', cfg.soft_delete.column),
@@ -318,7 +321,11 @@
         {% set wanted = 'a TIMESTAMP (with or without time zone), DATE or string type' %}
         {% set writes = 'sets it to the time of the soft delete' %}
       {% endif %}
-      {% if not fits %}
+      {% if not fits and built %}
+        {{ dbt_merge.raise_merge_error(option ~ " '" ~ found.name ~ "' is " ~ found.dtype | upper ~ " in the model's "
+            ~ "SELECT, which builds the target " ~ target ~ ": the merge " ~ writes ~ ", so it must be " ~ wanted
+            ~ ". Cast it in the SELECT, or name a column of such a type. The target was not changed.") }}
+      {% elif not fits %}
         {{ dbt_merge.raise_merge_error(option ~ " '" ~ found.name ~ "' is " ~ found.dtype | upper ~ " in the target "
             ~ target ~ ": the merge " ~ writes ~ ", so it must be " ~ wanted ~ ". Change the column's type "
             ~ "(or rebuild the table with --full-refresh), or name a column of such a type. The target was not changed.") }}

@@ -690,29 +690,49 @@ def test_a_file_column_equal_to_the_partition_column_beyond_a_to_z_is_refused(tm
 
 def test_a_source_file_in_a_folder_named_like_its_own_column(tmp_path):
     """A source file in `Name=a/` holding a column `name` of its own: DuckDB reads the folder
-    as a Hive partition and takes 'a' for every row, the file's values gone, and the merge
-    reported success (red team helper-75). Refused naming the file, the folder and both values;
-    where the values agree (a tool that writes the partition column into its files too), and
-    for a Hive-partitioned source whose files lack the column, the source merges as read."""
+    as a Hive partition and took 'a' for every row, the file's values gone, with success (red
+    team helper-75). Where every file holds its folders' columns, the files are read as they
+    are, values and types (DuckDB's read made a TIMESTAMP partition column VARCHAR; red team
+    helper-78). Where some files lack the column, so the folders must be read, a file holding
+    other values than its folder's is refused naming it; one holding the same values merges."""
     src = tmp_path / "src"
     (src / "Name=a").mkdir(parents=True)
     pq.write_table(pa.table({"id": [1, 2], "name": ["x", "y"]}), src / "Name=a" / "f.parquet")
+    assert merge_parquet_dataset(src, tmp_path / "ds", "id").inserted == 2
+    assert sorted(r["name"] for r in read_dataset(tmp_path / "ds")[1]) == ["x", "y"]
+    stamped = tmp_path / "stamped"
+    duckdb.execute(f"copy (select 1 as id, timestamp '2024-01-02 03:04:05' as ts) to "
+                   f"'{stamped}' (format parquet, partition_by (ts), write_partition_columns true)")
+    merge_parquet_dataset(stamped, tmp_path / "ds_at", "id")
+    assert duckdb.sql(f"select typeof(ts) from read_parquet('{tmp_path}/ds_at/**/*.parquet')"
+                      ).fetchall() == [("TIMESTAMP",)]
+    mixed = tmp_path / "mixed"
+    for folder, table_ in [("v=a", pa.table({"id": [1], "file_row_number": [7]})),
+                           ("v=b", pa.table({"id": [2], "v": ["c"], "file_row_number": [8]}))]:
+        (mixed / folder).mkdir(parents=True)
+        pq.write_table(table_, mixed / folder / "f.parquet")
     with pytest.raises(ParquetMergeError) as refused:
-        merge_parquet_dataset(src, tmp_path / "ds", "id")
+        merge_parquet_dataset(mixed, tmp_path / "ds2", "id")
     said = str(refused.value)
-    assert f"the source file {src}/Name=a/f.parquet holds a column 'name' and lies in a folder " \
-        "'Name=a' (a Hive partition folder to DuckDB)" in said, said
-    assert "('x' in the file, 'a' read)" in said and said.endswith("Nothing was changed."), said
-    assert not (tmp_path / "ds").exists() or not any((tmp_path / "ds").rglob("*.parquet"))
-    agree = tmp_path / "agree"
-    (agree / "name=a").mkdir(parents=True)
-    pq.write_table(pa.table({"id": [1], "name": ["a"]}), agree / "name=a" / "f.parquet")
-    assert merge_parquet_dataset(agree, tmp_path / "ds", "id").inserted == 1
+    assert f"the source file {mixed}/v=b/f.parquet holds a column 'v' and lies in a folder " \
+        "'v=b' (a Hive partition folder to DuckDB)" in said, said
+    assert "('c' in the file, 'b' read)" in said and said.endswith("Nothing was changed."), said
+    assert not (tmp_path / "ds2").exists() or not any((tmp_path / "ds2").rglob("*.parquet"))
+    pq.write_table(pa.table({"id": [2], "v": ["b"], "file_row_number": [8]}),
+                   mixed / "v=b" / "f.parquet")
+    assert merge_parquet_dataset(mixed, tmp_path / "ds2", "id").inserted == 2
+    assert sorted((r["id"], r["v"]) for r in read_dataset(tmp_path / "ds2")[1]) == [
+        (1, "a"), (2, "b")]
     hive = tmp_path / "hive"
     (hive / "region=eu").mkdir(parents=True)
     pq.write_table(pa.table({"id": [2], "v": ["b"]}), hive / "region=eu" / "f.parquet")
-    assert merge_parquet_dataset(hive, tmp_path / "ds2", "id").inserted == 1
-    assert read_dataset(tmp_path / "ds2")[1] == [{"id": 2, "v": "b", "region": "eu"}]
+    assert merge_parquet_dataset(hive, tmp_path / "ds3", "id").inserted == 1
+    assert read_dataset(tmp_path / "ds3")[1] == [{"id": 2, "v": "b", "region": "eu"}]
+    twins = tmp_path / "twins"
+    (twins / "É=a").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1], "v": ["x"], "é": ["y"]}), twins / "É=a" / "f.parquet")
+    with pytest.raises(ParquetMergeError, match="whose names differ only in case"):
+        merge_parquet_dataset(twins, tmp_path / "ds4", "id")
 
 
 def test_column_names_duckdb_reads_as_other_names_are_refused(tmp_path):

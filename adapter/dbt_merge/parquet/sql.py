@@ -118,7 +118,7 @@ def _read_files(paths: Sequence[str], hive: Hive | None, filename_column: str | 
     # column only as lower() folds beyond A-Z (the Kelvin sign K, U+212A, and `k`) is another
     # column to DuckDB: kept, and refused by the flow as a pair of names the merge takes for one
     # (red team helper-77: lower() hid it, and a rewrite of its file dropped its values)
-    hidden = [_ascii_lower(n) for n in names] + [joined] + ([] if filename_column else [path])
+    hidden = [ascii_lower(n) for n in names] + [joined] + ([] if filename_column else [path])
     hidden_list = ", ".join(literal(h) for h in hidden)
     partition_list = ", ".join(f"dbt_merge_partitions.{quote(n)}" for n in names)
     folded = f"translate(c, '{_UPPER}', '{_UPPER.lower()}')"
@@ -138,7 +138,7 @@ def _read_files(paths: Sequence[str], hive: Hive | None, filename_column: str | 
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def _ascii_lower(name: str) -> str:
+def ascii_lower(name: str) -> str:
     """A name as DuckDB compares names: the letters A-Z folded, nothing else."""
     return name.translate(str.maketrans(_UPPER, _UPPER.lower()))
 

@@ -67,68 +67,93 @@ class ParquetWriter:
                 self.fail("source is an empty list of paths.")
             globs = [os.path.join(p, "**", "*.parquet") if os.path.isdir(p) else p for p in paths]
             listed = ", ".join(q.literal(g) for g in globs)
-            self._refuse_renamed_source_files(f"[{listed}]", "the source file")
+            hive = self._source_files_read(f"[{listed}]", "the source file")
             return self.s.temp(
-                "source", f"select * from read_parquet([{listed}], union_by_name = true)", "view"
+                "source",
+                f"select * from read_parquet([{listed}], union_by_name = true{hive})",
+                "view",
             )
         said = name_problem(source_names(source) or (), "the source")
         if said is not None:
             self.fail(f"{said} in the source. Nothing was changed.")
         return self.s.register("source", source)
 
-    def _refuse_renamed_source_files(self, file_list: str, what: str) -> None:
+    def _source_files_read(self, file_list: str, what: str) -> str:
         """Source files (a DuckDB list of paths or globs) one of which has a top-level column
-        DuckDB reads under another name (names.name_problem), or whose own values of a column
-        DuckDB's read replaces with a folder's (_refuse_folder_values_over_columns)."""
+        DuckDB reads under another name (names.name_problem) are refused; returns the read's
+        Hive option: ", hive_partitioning = false" when every file in a folder `name=value`
+        holds that column itself (a tool that writes its partition columns into the files too,
+        DuckDB's `COPY ... WRITE_PARTITION_COLUMNS`): the files' own values and types, which a
+        Hive read replaced with the folder's (red team helper-78: a TIMESTAMP became VARCHAR),
+        else "" (DuckDB's own detection), after _refuse_folder_values_over_columns."""
         try:
             found = self._columns_of_files(file_list)
         except duckdb.Error:
-            return  # no such file, or not Parquet: the source's read says so
+            return ""  # no such file, or not Parquet: the source's read says so
         self._refuse_renamed_file_columns(found, what, ". Nothing was changed.")
-        self._refuse_folder_values_over_columns(file_list, found)
+        held: dict[str, set[str]] = {}  # file -> the folder keys it holds as a column itself
+        every_key_held = True
+        for file, columns in found.items():
+            own = {q.ascii_lower(c.name) for c in columns}
+            keys = {q.ascii_lower(k) for k in _folder_keys(file)}
+            held[file] = keys & own
+            every_key_held = every_key_held and keys <= own
+        if not any(held.values()):
+            return ""
+        if every_key_held:
+            return ", hive_partitioning = false"
+        self._refuse_folder_values_over_columns(file_list, found, held)
+        return ""
 
-    def _refuse_folder_values_over_columns(self, file_list: str, by_file: dict) -> None:
-        """A source file in a folder `name=value` (anywhere in its path) that holds a column of
-        that name itself (ignoring case): DuckDB reads such files Hive-partitioned (when every
-        file's path names the same keys) and takes the folder's value for the column, the
-        file's own values gone, with no error (red team helper-75: `Name=a/f.parquet` holding
-        `name` 'x' was merged as 'a'). Refused, naming the file, the folder and a value, when
-        the two reads differ; where they agree (a tool that writes the partition column into
-        its files too) the source is read as it is."""
-        keys: set[str] = set()
-        for file, columns in by_file.items():
-            own = {c.name.lower() for c in columns}
-            for part in file.replace(os.sep, "/").split("/")[:-1]:
-                key, eq, _ = part.partition("=")
-                if eq and key.lower() in own:
-                    keys.add(key.lower())
-        if not keys:
-            return
-        read = f"read_parquet({file_list}, union_by_name = true, filename = 'dbt_merge_file', " \
-            "file_row_number = true"
+    def _refuse_folder_values_over_columns(self, file_list: str, by_file: dict,
+                                           held: dict[str, set[str]]) -> None:
+        """Some source files lie in folders `name=value` without holding `name`, others hold
+        it: DuckDB reads them Hive-partitioned (when every file's path names the same keys)
+        and takes the folder's value for the column, the file's own values gone, with no
+        error (red team helper-75: `Name=a/f.parquet` holding `name` 'x' was merged as 'a').
+        Refused, naming the file, the folder and a value, where a file's values differ from
+        what the read gives (compared per file, as multisets of text: no row-number column a
+        file could hold too; red team helper-78)."""
+        taken = [c.name for columns in by_file.values() for c in columns]
+        path = q.fresh_name("dbt_merge_file", taken)
+        read = f"read_parquet({file_list}, union_by_name = true, filename = {q.literal(path)}"
         names = self.s.query(f"select * from {read}) limit 0")[0]
-        for name in sorted(n for n in names if n.lower() in keys):
-            col = q.quote(name)
+        for key in sorted(set().union(*held.values())):
+            files = [f for f, keys in held.items() if key in keys]
+            name = next((n for n in names if q.ascii_lower(n) == key), None)
+            if name is None:
+                continue
+            col, fn = q.quote(name), q.quote(path)
+            chosen = ", ".join(q.literal(f) for f in files)
+            def values(option: str) -> str:
+                return (f"select {fn}, cast({col} as varchar) as v, count(*) as n"  # noqa: B023
+                        f" from {read}{option}) where {fn} in ({chosen}) group by all")  # noqa: B023
+
             found = self.s.query(
-                f"select f.dbt_merge_file, cast(f.{col} as varchar), cast(o.{col} as varchar)"
-                f" from {read}) as f join {read}, hive_partitioning = false) as o"
-                " using (dbt_merge_file, file_row_number)"
-                f" where cast(f.{col} as varchar) is distinct from cast(o.{col} as varchar)"
-                " order by 1 limit 1"
+                f"select * from (({values('')}) except all"
+                f" ({values(', hive_partitioning = false')})) order by 1, 2 limit 1"
             )[1]
-            if found:
-                file, folder_value, own_value = found[0]
-                folder = next(p for p in file.replace(os.sep, "/").split("/")[:-1]
-                              if p.partition("=")[0].lower() == name.lower() and "=" in p)
-                self.fail(
-                    f"the source file {file} holds a column '{name}' and lies in a folder "
-                    f"'{folder}' (a Hive partition folder to DuckDB), whose value DuckDB reads "
-                    f"instead of the file's own ({_shown(own_value)} in the file, "
-                    f"{_shown(folder_value)} read): the file's values of '{name}' would be lost. "
-                    "Move the files out of that folder or rename it, or read them yourself "
-                    "and pass the relation (connection.read_parquet(..., "
-                    "hive_partitioning=False)). Nothing was changed."
-                )
+            if not found:
+                continue
+            file, folder_value = found[0][0], found[0][1]
+            own_value = self.s.query(
+                f"select cast({col} as varchar) from {read}, hive_partitioning = false)"
+                f" where {fn} = {q.literal(file)} and cast({col} as varchar) is distinct from "
+                f"{'null' if folder_value is None else q.literal(folder_value)} limit 1"
+            )[1]
+            own_value = own_value[0][0] if own_value else None
+            folder = next(
+                p for p in _folder_parts(file) if q.ascii_lower(p.partition("=")[0]) == key
+            )
+            self.fail(
+                f"the source file {file} holds a column '{name}' and lies in a folder "
+                f"'{folder}' (a Hive partition folder to DuckDB), whose value DuckDB reads "
+                f"instead of the file's own ({_shown(own_value)} in the file, "
+                f"{_shown(folder_value)} read): the file's values of '{name}' would be lost. "
+                "Move the files out of that folder or rename it, or read them yourself "
+                "and pass the relation (connection.read_parquet(..., "
+                "hive_partitioning=False)). Nothing was changed."
+            )
 
     def _columns_of_files(self, file_list: str) -> dict[str, list[schema.FileColumn]]:
         """Each file's own top-level columns (a DuckDB list of paths or globs), in order."""
@@ -913,3 +938,13 @@ def _shown(value: str | None) -> str:
     if value is None:
         return "NULL"
     return q.literal(value if len(value) <= 60 else value[:60] + "...")
+
+
+def _folder_parts(file: str) -> list[str]:
+    """The folders of a file's path, as DuckDB's Hive reading splits it."""
+    return file.replace(os.sep, "/").split("/")[:-1]
+
+
+def _folder_keys(file: str) -> list[str]:
+    """The keys of the folders `key=value` in a file's path (DuckDB reads them as columns)."""
+    return [p.partition("=")[0] for p in _folder_parts(file) if "=" in p]
