@@ -735,6 +735,36 @@ def test_a_source_file_in_a_folder_named_like_its_own_column(tmp_path):
         merge_parquet_dataset(twins, tmp_path / "ds4", "id")
 
 
+def test_the_source_files_read_are_the_files_checked(tmp_path, monkeypatch):
+    """A file another writer adds to the source folder after the check (here in a folder whose
+    key it lacks) is not read: it was, with the Hive reading the check had turned off, and
+    merged with region NULL (red team helper-79). A folder named like the check's own
+    file-name column (dbt_merge_file=x) does not fail the check's read (it did, raw)."""
+    from dbt_merge.parquet import writer
+
+    src = tmp_path / "src"
+    (src / "region=eu").mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1], "region": ["eu"]}), src / "region=eu" / "f.parquet")
+    checked = writer.ParquetWriter._source_files_read
+
+    def another_writer_adds_a_file(self, file_list, what):
+        found = checked(self, file_list, what)
+        (src / "region=us").mkdir()
+        pq.write_table(pa.table({"id": [2]}), src / "region=us" / "g.parquet")
+        return found
+
+    monkeypatch.setattr(writer.ParquetWriter, "_source_files_read", another_writer_adds_a_file)
+    assert merge_parquet_dataset(src, tmp_path / "ds", "id").inserted == 1
+    assert read_dataset(tmp_path / "ds")[1] == [{"id": 1, "region": "eu"}]
+    monkeypatch.undo()
+    odd = tmp_path / "odd" / "dbt_merge_file=x" / "v=a"
+    odd.mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1], "v": ["a"]}), odd / "f.parquet")
+    (odd.parent / "v=b").mkdir()
+    pq.write_table(pa.table({"id": [2]}), odd.parent / "v=b" / "f.parquet")
+    assert merge_parquet_dataset(tmp_path / "odd", tmp_path / "ds2", "id").inserted == 2
+
+
 def test_column_names_duckdb_reads_as_other_names_are_refused(tmp_path):
     """An empty name (read as 'v1' or 'C1') or one with a NUL, in a source or a source file:
     the dataset was written with the other name (red team helper-72)."""

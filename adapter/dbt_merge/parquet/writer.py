@@ -66,11 +66,14 @@ class ParquetWriter:
             if not paths:
                 self.fail("source is an empty list of paths.")
             globs = [os.path.join(p, "**", "*.parquet") if os.path.isdir(p) else p for p in paths]
-            listed = ", ".join(q.literal(g) for g in globs)
-            hive = self._source_files_read(f"[{listed}]", "the source file")
+            listed = "[" + ", ".join(q.literal(g) for g in globs) + "]"
+            files, hive = self._source_files_read(listed, "the source file")
+            # the files checked, and only those: a file another writer adds to the folder
+            # meanwhile is not read (red team helper-79: one added after the check, in a folder
+            # whose key it lacked, was read with the Hive reading the check had turned off)
             return self.s.temp(
                 "source",
-                f"select * from read_parquet([{listed}], union_by_name = true{hive})",
+                f"select * from read_parquet({files or listed}, union_by_name = true{hive})",
                 "view",
             )
         said = name_problem(source_names(source) or (), "the source")
@@ -78,18 +81,20 @@ class ParquetWriter:
             self.fail(f"{said} in the source. Nothing was changed.")
         return self.s.register("source", source)
 
-    def _source_files_read(self, file_list: str, what: str) -> str:
+    def _source_files_read(self, file_list: str, what: str) -> tuple[str | None, str]:
         """Source files (a DuckDB list of paths or globs) one of which has a top-level column
         DuckDB reads under another name (names.name_problem) are refused; returns the read's
         Hive option: ", hive_partitioning = false" when every file in a folder `name=value`
         holds that column itself (a tool that writes its partition columns into the files too,
         DuckDB's `COPY ... WRITE_PARTITION_COLUMNS`): the files' own values and types, which a
         Hive read replaced with the folder's (red team helper-78: a TIMESTAMP became VARCHAR),
-        else "" (DuckDB's own detection), after _refuse_folder_values_over_columns."""
+        else "" (DuckDB's own detection), after _refuse_folder_values_over_columns. Returns
+        (the files found, as a DuckDB list, or None when they cannot be read; the option)."""
         try:
             found = self._columns_of_files(file_list)
         except duckdb.Error:
-            return ""  # no such file, or not Parquet: the source's read says so
+            return None, ""  # no such file, or not Parquet: the source's read says so
+        files = "[" + ", ".join(q.literal(f) for f in found) + "]" if found else None
         self._refuse_renamed_file_columns(found, what, ". Nothing was changed.")
         held: dict[str, set[str]] = {}  # file -> the folder keys it holds as a column itself
         every_key_held = True
@@ -99,11 +104,11 @@ class ParquetWriter:
             held[file] = keys & own
             every_key_held = every_key_held and keys <= own
         if not any(held.values()):
-            return ""
+            return files, ""
         if every_key_held:
-            return ", hive_partitioning = false"
-        self._refuse_folder_values_over_columns(file_list, found, held)
-        return ""
+            return files, ", hive_partitioning = false"
+        self._refuse_folder_values_over_columns(files or file_list, found, held)
+        return files, ""
 
     def _refuse_folder_values_over_columns(self, file_list: str, by_file: dict,
                                            held: dict[str, set[str]]) -> None:
@@ -114,7 +119,10 @@ class ParquetWriter:
         Refused, naming the file, the folder and a value, where a file's values differ from
         what the read gives (compared per file, as multisets of text: no row-number column a
         file could hold too; red team helper-78)."""
+        # a name no file's column or folder key has (red team helper-79: a folder
+        # dbt_merge_file=x failed the read)
         taken = [c.name for columns in by_file.values() for c in columns]
+        taken += [k for file in by_file for k in _folder_keys(file)]
         path = q.fresh_name("dbt_merge_file", taken)
         read = f"read_parquet({file_list}, union_by_name = true, filename = {q.literal(path)}"
         names = self.s.query(f"select * from {read}) limit 0")[0]
