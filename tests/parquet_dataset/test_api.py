@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import threading
 from pathlib import Path
 
@@ -686,6 +687,35 @@ def test_a_file_column_equal_to_the_partition_column_beyond_a_to_z_is_refused(tm
         assert "has columns '\u212a' and 'k', whose names differ only in case" in \
             str(refused.value), str(refused.value)
     assert fingerprint(ds) == before
+
+
+def test_a_dataset_file_holding_its_partition_column_with_other_values_is_refused(tmp_path):
+    """Another tool's file in `k=x/` holding `K` itself with 'other': the dataset reads the
+    folder's 'x', and a merge rewriting the file dropped 'other' with success (red team
+    helper-78). Refused naming the file and both values, on a dry run too; a file whose copy
+    agrees with its folder (typed: a timestamp folder) merges as before."""
+    ds = tmp_path / "ds"
+    merge_parquet_dataset(pa.table({"id": [1, 2], "k": ["x", "y"], "v": ["a", "b"]}), ds, "id",
+                          partition_by=["k"])
+    pq.write_table(pa.table({"id": [3], "v": ["c"], "K": ["other"]}),
+                   ds / "k=x" / "foreign.parquet")
+    before = fingerprint(ds)
+    for dry_run in (True, False):
+        with pytest.raises(ParquetMergeError) as refused:
+            merge_parquet_dataset(pa.table({"id": [3], "k": ["x"], "v": ["C"]}), ds, "id",
+                                  dry_run=dry_run)
+        said = str(refused.value)
+        assert "the dataset's file k=x/foreign.parquet holds the partition column 'k' itself, " \
+            "with other values than its folder's ('other' in the file, 'x' in its folder)" \
+            in said, said
+    assert fingerprint(ds) == before
+    pq.write_table(pa.table({"id": [3], "v": ["c"], "K": ["x"]}), ds / "k=x" / "foreign.parquet")
+    result = merge_parquet_dataset(pa.table({"id": [3], "k": ["x"], "v": ["C"]}), ds, "id")
+    assert (result.updated, result.total) == (1, 3)
+    at, when = tmp_path / "at", datetime.datetime(2024, 1, 2, 3, 4, 5)
+    merge_parquet_dataset(pa.table({"id": [1], "ts": [when]}), at, "id", partition_by=["ts"])
+    pq.write_table(pa.table({"id": [2], "ts": [when]}), next(at.glob("ts=*")) / "foreign.parquet")
+    assert merge_parquet_dataset(pa.table({"id": [2], "ts": [when]}), at, "id").unchanged == 1
 
 
 def test_a_source_file_in_a_folder_named_like_its_own_column(tmp_path):

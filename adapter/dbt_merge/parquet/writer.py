@@ -261,6 +261,7 @@ class ParquetWriter:
             " (or rebuild the dataset from the source with full_refresh=True). The target was "
             "not changed.",
         )
+        self._refuse_partition_copies_of_other_values(paths, hive)
         partition_lower = {n.lower() for n in (hive.types if hive else {})}
         unified = [(c.name, c.dtype) for c in columns if c.name.lower() not in partition_lower]
         found = schema.conflicts(self.file_columns, unified)
@@ -277,6 +278,55 @@ class ParquetWriter:
                 "The target was not changed."
             )
         return columns
+
+    def _refuse_partition_copies_of_other_values(self, paths: list[str], hive) -> None:
+        """A dataset file (another tool's) that holds a partition column itself (the same
+        name to DuckDB: A-Z folded) with values other than its folder's: the dataset is read
+        as DuckDB's Hive reading reads it, the folder's value, and a merge rewriting the file
+        dropped the file's own values, reporting success (red team helper-78). Refused, naming
+        the file and both values; a copy that agrees (DuckDB's `COPY ... WRITE_PARTITION_COLUMNS`)
+        is read as before. One read of that column of the files that hold it."""
+        if hive is None:
+            return
+        taken = [c.name for columns in self.file_columns.values() for c in columns]
+        path_name = q.fresh_name("dbt_merge_file", taken)
+        path_col = q.quote(path_name)
+        for index, (name, dtype) in enumerate(hive.types.items()):
+            holders = {}
+            for path in paths:
+                own = [c.name for c in self.file_columns.get(path, [])
+                       if q.ascii_lower(c.name) == q.ascii_lower(name)]
+                if own:
+                    holders[path] = own[0]
+            if not holders:
+                continue
+            col = q.quote(next(iter(holders.values())))
+            rows = ", ".join(
+                f"({q.literal(p)}, "
+                f"{'null' if hive.values[p][index] is None else q.literal(hive.values[p][index])})"
+                for p in holders
+            )
+            files = ", ".join(q.literal(p) for p in holders)
+            found = self.s.query(
+                f"select f.{path_col}, cast(f.{col} as varchar), v.folder from read_parquet("
+                f"[{files}], union_by_name = true, hive_partitioning = false, "
+                f"filename = {q.literal(path_name)}) as f"
+                f" join (values {rows}) as v(file, folder) on f.{path_col} = v.file"
+                f" where try_cast(f.{col} as {dtype})"
+                f" is distinct from try_cast(v.folder as {dtype}) order by 1 limit 1"
+            )[1]
+            if found:
+                file, own_value, folder_value = found[0]
+                shown = os.path.relpath(file, self.root)
+                self.fail(
+                    f"the dataset's file {shown} holds the partition column '{name}' itself, "
+                    f"with other values than its folder's ({_shown(own_value)} in the file, "
+                    f"{_shown(folder_value)} in its folder): the dataset is read with the "
+                    "folder's value, and a merge rewriting the file would drop the file's own. "
+                    "Rewrite the file without the column (or with its folder's values), or "
+                    "rebuild the dataset from the source with full_refresh=True. The target "
+                    "was not changed."
+                )
 
     # ------------------------------------------------------------------ first run / full refresh
 
