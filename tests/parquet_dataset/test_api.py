@@ -709,6 +709,19 @@ def test_a_dataset_file_holding_its_partition_column_with_other_values_is_refuse
             "with other values than its folder's ('other' in the file, 'x' in its folder)" \
             in said, said
     assert fingerprint(ds) == before
+    # a cast that rounds or fails is a difference, and two types among the copies are read
+    # apart (red team helper-80: 1.7 passed for 2; BIGINT beside STRUCT failed raw)
+    n = tmp_path / "n"
+    merge_parquet_dataset(pa.table({"id": [1, 2], "k": [2, 3]}), n, "id", partition_by=["k"])
+    pq.write_table(pa.table({"id": [5], "K": [2]}), n / "k=2" / "agrees.parquet")
+    pq.write_table(pa.table({"id": [6], "k": [1.7]}), n / "k=2" / "rounds.parquet")
+    with pytest.raises(ParquetMergeError, match="k=2/rounds.parquet holds the partition column "
+                       "'k' itself, with other values than its folder's \\('1.7' in the file"):
+        merge_parquet_dataset(pa.table({"id": [1], "k": [2]}), n, "id")
+    (n / "k=2" / "rounds.parquet").unlink()
+    pq.write_table(pa.table({"id": [6], "k": [{"x": 3}]}), n / "k=3" / "nested.parquet")
+    with pytest.raises(ParquetMergeError, match="k=3/nested.parquet holds the partition column"):
+        merge_parquet_dataset(pa.table({"id": [1], "k": [2]}), n, "id")
     pq.write_table(pa.table({"id": [3], "v": ["c"], "K": ["x"]}), ds / "k=x" / "foreign.parquet")
     result = merge_parquet_dataset(pa.table({"id": [3], "k": ["x"], "v": ["C"]}), ds, "id")
     assert (result.updated, result.total) == (1, 3)

@@ -285,48 +285,60 @@ class ParquetWriter:
         as DuckDB's Hive reading reads it, the folder's value, and a merge rewriting the file
         dropped the file's own values, reporting success (red team helper-78). Refused, naming
         the file and both values; a copy that agrees (DuckDB's `COPY ... WRITE_PARTITION_COLUMNS`)
-        is read as before. One read of that column of the files that hold it."""
+        is read as before. A copy agrees when it is NULL where the folder is, equals the
+        folder's value in the partition column's type, and comes back from that type as it is
+        (red team helper-80: a cast that rounds, truncates or fails let 1.7 pass for 2, a
+        timestamp for its date, 'abc' for NULL). The files that hold it are read by the type
+        they store it as (two types in one read failed raw), one read per type."""
         if hive is None:
             return
         taken = [c.name for columns in self.file_columns.values() for c in columns]
         path_name = q.fresh_name("dbt_merge_file", taken)
         path_col = q.quote(path_name)
         for index, (name, dtype) in enumerate(hive.types.items()):
-            holders = {}
+            groups: dict[str | None, dict[str, str]] = {}  # the file's type -> file -> column
             for path in paths:
-                own = [c.name for c in self.file_columns.get(path, [])
-                       if q.ascii_lower(c.name) == q.ascii_lower(name)]
-                if own:
-                    holders[path] = own[0]
-            if not holders:
-                continue
-            col = q.quote(next(iter(holders.values())))
-            rows = ", ".join(
-                f"({q.literal(p)}, "
-                f"{'null' if hive.values[p][index] is None else q.literal(hive.values[p][index])})"
-                for p in holders
+                for c in self.file_columns.get(path, []):
+                    if q.ascii_lower(c.name) == q.ascii_lower(name):
+                        groups.setdefault(c.dtype, {})[path] = c.name
+                        break
+            for own_type, holders in sorted(groups.items(), key=lambda g: str(g[0])):
+                self._refuse_partition_copies_of(name, dtype, own_type, holders, index, hive,
+                                                 path_name, path_col)
+
+    def _refuse_partition_copies_of(self, name, dtype, own_type, holders, index, hive,
+                                    path_name, path_col) -> None:
+        col = q.quote(next(iter(holders.values())))
+        rows = ", ".join(
+            f"({q.literal(p)}, "
+            f"{'null' if hive.values[p][index] is None else q.literal(hive.values[p][index])})"
+            for p in holders
+        )
+        typed = f"try_cast(f.{col} as {dtype})"
+        back = (f" or try_cast({typed} as {own_type}) is distinct from f.{col}"
+                if own_type else "")
+        files = ", ".join(q.literal(p) for p in holders)
+        found = self.s.query(
+            f"select f.{path_col}, cast(f.{col} as varchar), v.folder from read_parquet("
+            f"[{files}], union_by_name = true, hive_partitioning = false, "
+            f"filename = {q.literal(path_name)}) as f"
+            f" join (values {rows}) as v(file, folder) on f.{path_col} = v.file"
+            f" where (f.{col} is null) <> (v.folder is null)"
+            f" or {typed} is distinct from try_cast(v.folder as {dtype}){back}"
+            " order by 1 limit 1"
+        )[1]
+        if found:
+            file, own_value, folder_value = found[0]
+            shown = os.path.relpath(file, self.root)
+            self.fail(
+                f"the dataset's file {shown} holds the partition column '{name}' itself, "
+                f"with other values than its folder's ({_shown(own_value)} in the file, "
+                f"{_shown(folder_value)} in its folder): the dataset is read with the "
+                "folder's value, and a merge rewriting the file would drop the file's own. "
+                "Rewrite the file without the column (or with its folder's values), or "
+                "rebuild the dataset from the source with full_refresh=True. The target "
+                "was not changed."
             )
-            files = ", ".join(q.literal(p) for p in holders)
-            found = self.s.query(
-                f"select f.{path_col}, cast(f.{col} as varchar), v.folder from read_parquet("
-                f"[{files}], union_by_name = true, hive_partitioning = false, "
-                f"filename = {q.literal(path_name)}) as f"
-                f" join (values {rows}) as v(file, folder) on f.{path_col} = v.file"
-                f" where try_cast(f.{col} as {dtype})"
-                f" is distinct from try_cast(v.folder as {dtype}) order by 1 limit 1"
-            )[1]
-            if found:
-                file, own_value, folder_value = found[0]
-                shown = os.path.relpath(file, self.root)
-                self.fail(
-                    f"the dataset's file {shown} holds the partition column '{name}' itself, "
-                    f"with other values than its folder's ({_shown(own_value)} in the file, "
-                    f"{_shown(folder_value)} in its folder): the dataset is read with the "
-                    "folder's value, and a merge rewriting the file would drop the file's own. "
-                    "Rewrite the file without the column (or with its folder's values), or "
-                    "rebuild the dataset from the source with full_refresh=True. The target "
-                    "was not changed."
-                )
 
     # ------------------------------------------------------------------ first run / full refresh
 
