@@ -731,6 +731,28 @@ def test_a_dataset_file_holding_its_partition_column_with_other_values_is_refuse
     assert merge_parquet_dataset(pa.table({"id": [2], "ts": [when]}), at, "id").unchanged == 1
 
 
+def test_a_partition_copy_is_compared_byte_for_byte(tmp_path):
+    """A copy 'A' in folder k=a on a connection whose default collation is nocase, and an
+    INTERVAL '30 days' in folder k=1 month (equal to DuckDB once normalised): both passed as
+    agreeing, and the rewrite dropped them (red team helper-81). Refused."""
+    con = duckdb.connect()
+    con.execute("set default_collation = 'nocase'")
+    ds = tmp_path / "ds"
+    merge_parquet_dataset(pa.table({"id": [1], "k": ["a"]}), ds, "id", partition_by=["k"],
+                          connection=con)
+    pq.write_table(pa.table({"id": [2], "K": ["A"]}), ds / "k=a" / "foreign.parquet")
+    with pytest.raises(ParquetMergeError, match="\\('A' in the file, 'a' in its folder\\)"):
+        merge_parquet_dataset(pa.table({"id": [1], "k": ["a"]}), ds, "id", connection=con)
+    months = tmp_path / "months"
+    merge_parquet_dataset(con.sql("select 1 as id, interval 1 month as k"), months, "id",
+                          partition_by=["k"], connection=con)
+    con.execute(f"copy (select 2 as id, interval 30 days as k) to "
+                f"'{next(months.glob('k=*'))}/foreign.parquet' (format parquet)")
+    with pytest.raises(ParquetMergeError, match="holds the partition column 'k' itself"):
+        merge_parquet_dataset(con.sql("select 1 as id, interval 1 month as k"), months, "id",
+                              connection=con)
+
+
 def test_a_source_file_in_a_folder_named_like_its_own_column(tmp_path):
     """A source file in `Name=a/` holding a column `name` of its own: DuckDB reads the folder
     as a Hive partition and took 'a' for every row, the file's values gone, with success (red

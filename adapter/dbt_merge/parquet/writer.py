@@ -134,7 +134,8 @@ class ParquetWriter:
             col, fn = q.quote(name), q.quote(path)
             chosen = ", ".join(q.literal(f) for f in files)
             def values(option: str) -> str:
-                return (f"select {fn}, cast({col} as varchar) as v, count(*) as n"  # noqa: B023
+                # the text's bytes: no collation of the caller's session (red team helper-81)
+                return (f"select {fn}, encode(cast({col} as varchar)) as v, count(*) as n"  # noqa: B023
                         f" from {read}{option}) where {fn} in ({chosen}) group by all")  # noqa: B023
 
             found = self.s.query(
@@ -143,11 +144,13 @@ class ParquetWriter:
             )[1]
             if not found:
                 continue
-            file, folder_value = found[0][0], found[0][1]
+            file, read_bytes = found[0][0], found[0][1]
+            folder_value = None if read_bytes is None else bytes(read_bytes).decode()
             own_value = self.s.query(
                 f"select cast({col} as varchar) from {read}, hive_partitioning = false)"
-                f" where {fn} = {q.literal(file)} and cast({col} as varchar) is distinct from "
-                f"{'null' if folder_value is None else q.literal(folder_value)} limit 1"
+                f" where {fn} = {q.literal(file)} and encode(cast({col} as varchar))"
+                " is distinct from encode("
+                f"{'null' if folder_value is None else q.literal(folder_value)}) limit 1"
             )[1]
             own_value = own_value[0][0] if own_value else None
             folder = next(
@@ -315,8 +318,15 @@ class ParquetWriter:
             for p in holders
         )
         typed = f"try_cast(f.{col} as {dtype})"
-        back = (f" or try_cast({typed} as {own_type}) is distinct from f.{col}"
-                if own_type else "")
+
+        def text(value: str) -> str:
+            # compared as UTF-8 bytes of the text form: no collation of the caller's session
+            # ('nocase': 'A' passed for a folder 'a'), no normalised INTERVAL equality ('30
+            # days' passed for '1 month'; red team helper-81)
+            return f"encode(cast({value} as varchar))"
+
+        back = (f" or {text(f'try_cast({typed} as {own_type})')} is distinct from"
+                f" {text(f'f.{col}')}" if own_type else "")
         files = ", ".join(q.literal(p) for p in holders)
         found = self.s.query(
             f"select f.{path_col}, cast(f.{col} as varchar), v.folder from read_parquet("
@@ -324,7 +334,7 @@ class ParquetWriter:
             f"filename = {q.literal(path_name)}) as f"
             f" join (values {rows}) as v(file, folder) on f.{path_col} = v.file"
             f" where (f.{col} is null) <> (v.folder is null)"
-            f" or {typed} is distinct from try_cast(v.folder as {dtype}){back}"
+            f" or {text(typed)} is distinct from {text(f'try_cast(v.folder as {dtype})')}{back}"
             " order by 1 limit 1"
         )[1]
         if found:
