@@ -19,6 +19,20 @@ import duckdb
 
 from dbt_merge import render
 
+_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_ASCII_LOWER = str.maketrans(_UPPER, _UPPER.lower())
+
+
+def ascii_lower(name: str) -> str:
+    """A name as DuckDB compares names: the letters A-Z folded, nothing else ("Ä" and "ä" are
+    two names; Python's lower() folds them both)."""
+    return name.translate(_ASCII_LOWER)
+
+
+def ascii_lower_sql(expression: str) -> str:
+    """ascii_lower in SQL, of a DuckDB expression."""
+    return f"translate({expression}, '{_UPPER}', '{_UPPER.lower()}')"
+
 
 def quote(name: str) -> str:
     """A DuckDB identifier in double quotes, a double quote inside doubled: the one quote of the

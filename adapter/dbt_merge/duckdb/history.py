@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from dbt_merge.duckdb.connection import ascii_lower_sql
+
 _LOCK = threading.Lock()
 
 
@@ -24,11 +26,6 @@ def create_table(cursor: Any, create_sql: str, alter_sql: str | None = None) -> 
         cursor.execute(create_sql)
         if alter_sql:
             cursor.execute(alter_sql)
-
-
-#: A name folded as DuckDB compares names: A-Z only ("Ä" and "ä" are two tables; lower() folds
-#: them both)
-_FOLD = "translate({}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
 
 
 def check(
@@ -45,8 +42,8 @@ def check(
     where = [relation.database, relation.schema, relation.identifier]
     said = f"merge_history_table '{name}'"
     readonly = query(
-        f"select readonly from duckdb_databases() where {_FOLD.format('database_name')}"
-        f" = {_FOLD.format('?')}",
+        f"select readonly from duckdb_databases() where {ascii_lower_sql('database_name')}"
+        f" = {ascii_lower_sql('?')}",
         where[:1],
     )
     if readonly and readonly[0][0]:
@@ -55,8 +52,8 @@ def check(
             "row could not be written. Attach it read-write, or leave merge_history_table out."
         )
     schemas = query(
-        f"select 1 from duckdb_schemas() where {_FOLD.format('database_name')}"
-        f" = {_FOLD.format('?')} and {_FOLD.format('schema_name')} = {_FOLD.format('?')}",
+        f"select 1 from duckdb_schemas() where {ascii_lower_sql('database_name')}"
+        f" = {ascii_lower_sql('?')} and {ascii_lower_sql('schema_name')} = {ascii_lower_sql('?')}",
         where[:2],
     )
     if not schemas:
@@ -66,9 +63,9 @@ def check(
             "history table in a schema that exists."
         )
     match = (
-        f" where {_FOLD.format('database_name')} = {_FOLD.format('?')}"
-        f" and {_FOLD.format('schema_name')} = {_FOLD.format('?')}"
-        f" and {_FOLD.format('{name}')} = {_FOLD.format('?')}"
+        f" where {ascii_lower_sql('database_name')} = {ascii_lower_sql('?')}"
+        f" and {ascii_lower_sql('schema_name')} = {ascii_lower_sql('?')}"
+        f" and {ascii_lower_sql('{name}')} = {ascii_lower_sql('?')}"
     )
     views = query("select 1 from duckdb_views()" + match.format(name="view_name"), where)
     if views:

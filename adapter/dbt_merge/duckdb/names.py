@@ -31,7 +31,7 @@ from typing import Any
 
 import duckdb
 
-from dbt_merge.duckdb.connection import Relation, quote
+from dbt_merge.duckdb.connection import Relation, ascii_lower, quote
 
 MERGEABLE = ("table", "nothing")
 
@@ -322,8 +322,7 @@ def source_names(source: Any) -> list[str] | None:
 def case_twins_message(twins: tuple[str, str], where: str) -> str:
     """Why a source or file whose columns are case twins is refused, and the fix."""
     first, second = twins
-    ascii_lower = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
-    duckdb_renames = first.translate(ascii_lower) == second.translate(ascii_lower)
+    duckdb_renames = ascii_lower(first) == ascii_lower(second)
     return (
         f"{where} has columns '{first}' and '{second}', whose names differ only in case: "
         + (

@@ -15,7 +15,7 @@ from typing import Any
 
 # the DuckDB door's: a column as the macros expect one (.name, .dtype, .data_type, .quoted),
 # and the identifier quote (the parquet modules' q.quote)
-from dbt_merge.duckdb.connection import Column, quote  # noqa: F401
+from dbt_merge.duckdb.connection import Column, ascii_lower, ascii_lower_sql, quote  # noqa: F401
 
 SRC = "DBT_INTERNAL_SOURCE"
 DST = "DBT_INTERNAL_DEST"
@@ -121,9 +121,8 @@ def _read_files(paths: Sequence[str], hive: Hive | None, filename_column: str | 
     hidden = [ascii_lower(n) for n in names] + [joined] + ([] if filename_column else [path])
     hidden_list = ", ".join(literal(h) for h in hidden)
     partition_list = ", ".join(f"dbt_merge_partitions.{quote(n)}" for n in names)
-    folded = f"translate(c, '{_UPPER}', '{_UPPER.lower()}')"
     query = (
-        f"select columns(lambda c: {folded} not in ({hidden_list})), {partition_list}"
+        f"select columns(lambda c: {ascii_lower_sql('c')} not in ({hidden_list})), {partition_list}"
         f" from read_parquet([{files}], union_by_name = true, hive_partitioning = false,"
         f" filename = {literal(path)}) as dbt_merge_files"
         f" join (values {', '.join(rows)})"
@@ -133,14 +132,6 @@ def _read_files(paths: Sequence[str], hive: Hive | None, filename_column: str | 
     if filename_column:
         query = f"select * rename ({quote(path)} as {quote(filename_column)}) from ({query})"
     return f"({query})"
-
-
-_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def ascii_lower(name: str) -> str:
-    """A name as DuckDB compares names: the letters A-Z folded, nothing else."""
-    return name.translate(str.maketrans(_UPPER, _UPPER.lower()))
 
 
 def read_dataset(root: str, hive_types: dict[str, str] | None, columns: Sequence[str]) -> str:
