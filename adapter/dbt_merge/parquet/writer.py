@@ -107,7 +107,7 @@ class ParquetWriter:
             return files, ""
         if every_key_held:
             return files, ", hive_partitioning = false"
-        self._refuse_folder_values_over_columns(files or file_list, found, held)
+        self._refuse_folder_values_over_columns(files, found, held)
         return files, ""
 
     def _refuse_folder_values_over_columns(self, file_list: str, by_file: dict,
@@ -119,18 +119,12 @@ class ParquetWriter:
         Refused, naming the file, the folder and a value, where a file's values differ from
         what the read gives (compared per file, as multisets of text: no row-number column a
         file could hold too; red team helper-78)."""
-        # a name no file's column or folder key has (red team helper-79: a folder
-        # dbt_merge_file=x failed the read)
-        taken = [c.name for columns in by_file.values() for c in columns]
-        taken += [k for file in by_file for k in _folder_keys(file)]
-        path = q.fresh_name("dbt_merge_file", taken)
+        path = _file_name_column(by_file)
         read = f"read_parquet({file_list}, union_by_name = true, filename = {q.literal(path)}"
-        names = self.s.query(f"select * from {read}) limit 0")[0]
         for key in sorted(set().union(*held.values())):
             files = [f for f, keys in held.items() if key in keys]
-            name = next((n for n in names if q.ascii_lower(n) == key), None)
-            if name is None:
-                continue
+            # the column as a file that holds it names it (DuckDB binds it whatever its A-Z case)
+            name = next(c.name for c in by_file[files[0]] if q.ascii_lower(c.name) == key)
             col, fn = q.quote(name), q.quote(path)
             chosen = ", ".join(q.literal(f) for f in files)
             def values(option: str) -> str:
@@ -295,8 +289,7 @@ class ParquetWriter:
         they store it as (two types in one read failed raw), one read per type."""
         if hive is None:
             return
-        taken = [c.name for columns in self.file_columns.values() for c in columns]
-        path_name = q.fresh_name("dbt_merge_file", taken)
+        path_name = _file_name_column(self.file_columns)
         path_col = q.quote(path_name)
         for index, (name, dtype) in enumerate(hive.types.items()):
             groups: dict[str | None, dict[str, str]] = {}  # the file's type -> file -> column
@@ -1018,6 +1011,13 @@ def _shown(value: str | None) -> str:
     if value is None:
         return "NULL"
     return q.literal(value if len(value) <= 60 else value[:60] + "...")
+
+
+def _file_name_column(by_file: dict) -> str:
+    """A name for a read's file-name column that no file's column nor folder key has (red team
+    helper-79: a folder dbt_merge_file=x failed the read)."""
+    taken = [c.name for columns in by_file.values() for c in columns]
+    return q.fresh_name("dbt_merge_file", taken + [k for f in by_file for k in _folder_keys(f)])
 
 
 def _folder_parts(file: str) -> list[str]:
