@@ -321,14 +321,13 @@
         {% set wanted = 'a TIMESTAMP (with or without time zone), DATE or string type' %}
         {% set writes = 'sets it to the time of the soft delete' %}
       {% endif %}
-      {% if not fits and built %}
-        {{ dbt_merge.raise_merge_error(option ~ " '" ~ found.name ~ "' is " ~ found.dtype | upper ~ " in the model's "
-            ~ "SELECT, which builds the target " ~ target ~ ": the merge " ~ writes ~ ", so it must be " ~ wanted
-            ~ ". Cast it in the SELECT, or name a column of such a type. The target was not changed.") }}
-      {% elif not fits %}
-        {{ dbt_merge.raise_merge_error(option ~ " '" ~ found.name ~ "' is " ~ found.dtype | upper ~ " in the target "
-            ~ target ~ ": the merge " ~ writes ~ ", so it must be " ~ wanted ~ ". Change the column's type "
-            ~ "(or rebuild the table with --full-refresh), or name a column of such a type. The target was not changed.") }}
+      {% if not fits %}
+        {% set place = "the model's SELECT, which builds the target " if built else "the target " %}
+        {% set fix = "Cast it in the SELECT" if built
+            else "Change the column's type (or rebuild the table with --full-refresh)" %}
+        {{ dbt_merge.raise_merge_error(option ~ " '" ~ found.name ~ "' is " ~ found.dtype | upper ~ " in " ~ place
+            ~ target ~ ": the merge " ~ writes ~ ", so it must be " ~ wanted ~ ". " ~ fix
+            ~ ", or name a column of such a type. The target was not changed.") }}
       {% endif %}
     {% endif %}
   {% endfor %}

@@ -144,7 +144,7 @@
   {#- one column for both (or two a merge takes for one, 'del' and 'DEL'): a first run built the
       second as 'del_1', or built both 'Ä' and 'ä' and every later run was refused for them (red
       team helper-76) -#}
-  {% if soft_column and soft_ts_column and soft_column | string | lower == soft_ts_column | string | lower %}
+  {% if soft_column and soft_ts_column and soft_column | lower == soft_ts_column | lower %}
     {{ dbt_merge.raise_merge_error("soft_delete_column '" ~ soft_column ~ "' and soft_delete_timestamp_column '"
         ~ soft_ts_column ~ "' name one column (the merge matches column names ignoring case): one is the boolean "
         ~ "flag, the other the time of the delete. Give each its own column.") }}
