@@ -49,7 +49,7 @@ ENGINE_METHODS = {"duckdb": (*METHODS, "ours_dataset"), "spark": METHODS}
 
 #: dbt-spark's snapshot reads `show table extended`, which calls an Iceberg table of Spark's
 #: session catalog `Provider: hive`, and refuses its own table on the second run; the project
-#: tells it from `describe table extended` (this file; tests/reliability/test_history_dbt.py too).
+#: tells it from `describe table extended` (this file; tests/flow/test_history_dbt.py too).
 SNAPSHOT_ICEBERG = Path(__file__).with_name("snapshot_iceberg.sql")
 
 

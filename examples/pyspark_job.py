@@ -8,7 +8,7 @@ The session is built from the `spark` target of the example project's profiles.y
 `spark` extra installs; the Hive metastore in $SPARK_STATE_DIR, default ./.state/spark); any
 SparkSession with an Iceberg catalog does. The first merge creates analytics.customers, the
 second one updates a customer whose updated_at moved, inserts a new one and leaves the rest as
-they are. tests/test_merge_dataframe.py runs it.
+they are. tests/doors/merge_dataframe/test_merge_dataframe.py runs it.
 """
 
 from __future__ import annotations

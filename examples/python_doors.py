@@ -5,7 +5,7 @@ with the customers of the example project's seed (examples/project/seeds/raw_cus
     pip install "./dbt_merge[parquet]"     # DuckDB, PyArrow and Jinja; no dbt
     cd /some/scratch/folder && python /path/to/dbt_merge/examples/python_doors.py
 
-It writes customers.duckdb and lake/customers/ in the current folder. tests/test_examples.py
+It writes customers.duckdb and lake/customers/ in the current folder. tests/package/test_examples.py
 runs it and holds the docs' snippets to it.
 """
 

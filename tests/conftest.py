@@ -76,13 +76,26 @@ if "ICEBERG_JAR" not in os.environ:
 def write_once(monkeypatch):
     """The write-once path (a merge into a merge-on-read or format-3 Iceberg table written into a
     branch of the run and counted from its commit), which a dbt project asks for with the var
-    `dbt_merge_commit_counts: true`: set for every project reliability.scenario.project makes in
+    `dbt_merge_commit_counts: true`: set for every project support.scenario.project makes in
     the test, and for the Python doors (render._VARS)."""
     from dbt_merge import render
-    from reliability import scenario
+    from support import scenario
 
     monkeypatch.setitem(render._VARS, "dbt_merge_commit_counts", True)
     monkeypatch.setitem(scenario.PROJECT_VARS, "dbt_merge_commit_counts", True)
+
+
+@pytest.fixture
+def db(request):
+    """The engine a scenario test runs on (parametrize "db" indirectly: "duckdb", "spark" or
+    "spark_thrift"), as a support.scenario.Db."""
+    from support.scenario import Db
+
+    spark = request.getfixturevalue("spark") if request.param == "spark" else None
+    port = request.getfixturevalue("thrift") if request.param == "spark_thrift" else None
+    handle = Db(request.param, spark, port)
+    yield handle
+    handle.close()
 
 
 @pytest.fixture(scope="session")

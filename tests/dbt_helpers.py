@@ -55,7 +55,7 @@ def run_dbt(
 
     dbt's JSON artifacts (target/manifest.json, run_results.json) are written only with
     `write_json=True`, for a test that reads them: writing manifest.json twice cost about 0.38 s
-    of a DuckDB invocation's 1.5 s (cProfile of tests/reliability/test_trust.py), and every
+    of a DuckDB invocation's 1.5 s (cProfile of tests/flow/test_trust.py), and every
     result a test asserts on comes back in this process. The merge runs the same either way."""
     import json
 

@@ -21,27 +21,31 @@ import pytest
 
 #: (pattern over "path::test name", suite name), the first match wins. {engine} is the item's
 #: engine from its marks (thrift, spark, else duckdb), {on} the same for suites whose other tests
-#: need no engine (" thrift", " spark", else nothing), {what} the pattern's group, `_` as spaces.
+#: need no engine (" thrift", " spark", else nothing), {what} and {test} the pattern's groups, `_`
+#: as spaces.
 RULES = (
-    (r"tests/reliability/test_differential\.py::test_(?P<engine>duckdb|spark|thrift)_"
+    (r"tests/flow/test_differential\.py::test_(?P<engine>duckdb|spark|thrift)_"
      r"(?P<what>\w+?)_match_reference", "differential {engine} {what}"),
-    (r"tests/reliability/test_differential\.py::test_\w+_matches_reference",
+    (r"tests/flow/test_differential\.py::test_\w+_matches_reference",
      "differential {engine}"),
-    (r"tests/reliability/test_differential\.py", "differential generator"),
-    (r"tests/parquet_dataset/test_differential\.py::test_parquet_matches_reference",
+    (r"tests/flow/test_differential\.py", "differential generator"),
+    (r"tests/doors/parquet/test_differential\.py::test_parquet_matches_reference",
      "differential parquet"),
-    (r"tests/parquet_dataset/test_differential\.py::test_stored_types_and_schema_histories",
+    (r"tests/doors/parquet/test_differential\.py::test_stored_types_and_schema_histories",
      "differential parquet stored types"),
-    (r"tests/parquet_dataset/", "parquet"),
-    (r"tests/reliability/test_reference\.py", "reference"),
-    (r"tests/reliability/test_(?P<what>\w+)\.py", "{what} {engine}"),
-    (r"tests/doors/test_(?P<what>\w+)_contract\.py", "door contract {what}"),
-    (r"tests/clickhouse/", "clickhouse{on}"),
-    (r"tests/doors/", "doors {engine}"),
-    (r"tests/install/", "install"),
-    (r"tests/test_integration\.py", "integration {engine}"),
-    (r"tests/test_ci_workflow\.py", "ci workflow"),
-    (r"tests/test_(report|suite_summary)\.py", "unit"),
+    (r"tests/doors/(?P<what>\w+)/test_contract\w*\.py", "door contract {what}"),
+    (r"tests/doors/parquet/", "parquet"),
+    (r"tests/flow/test_reference\.py", "reference"),
+    (r"tests/flow/test_(?P<what>\w+)\.py", "{what} {engine}"),
+    (r"tests/engines/clickhouse/", "clickhouse{on}"),
+    (r"tests/engines/(?P<what>\w+)/test_(?P<test>\w+)\.py", "{what} {test} {engine}"),
+    (r"tests/doors/dbt/test_integration\.py", "integration {engine}"),
+    (r"tests/doors/(?P<what>\w+)/test_(?P=what)\.py", "{what} {engine}"),
+    (r"tests/doors/(?P<what>\w+)/test_(?P<test>\w+)\.py", "{what} {test} {engine}"),
+    (r"tests/doors/test_(?P<what>\w+)\.py", "doors {what} {engine}"),
+    (r"tests/package/install/", "install"),
+    (r"tests/package/test_ci_workflow\.py", "ci workflow"),
+    (r"tests/package/test_(report|suite_summary)\.py", "unit"),
     (r"", "other{on}"),
 )
 _CASES = "suite_summary_cases"

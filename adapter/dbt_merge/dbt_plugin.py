@@ -4,7 +4,7 @@ installed at another version than this Python package, dbt stops while it reads 
 before any model runs (version.mismatch says how to fix it). dbt-core calls the hook on every
 command that loads the project (run, build, test, compile, parse, ...), not on `dbt deps`, so
 packages.yml can still be fixed and installed. dbt's plugin interface is marked experimental;
-tests/test_release.py runs it on the dbt-core the extras allow."""
+tests/package/test_release.py runs it on the dbt-core the extras allow."""
 
 from __future__ import annotations
 

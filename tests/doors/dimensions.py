@@ -38,7 +38,7 @@ import duckdb
 import pyarrow as pa
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from reliability.cases import _without_local_constants
+from support.cases import _without_local_constants
 
 settings.register_profile(
     "doors", derandomize=True, database=None, phases=[Phase.generate], deadline=None,

@@ -17,7 +17,7 @@ from dbt_merge.parquet import merge_parquet_dataset
 from dbt_merge.render import source_wording
 from dbt_merge.spark import merge_dataframe
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_every_door_takes_the_one_option_table():
@@ -140,7 +140,7 @@ def test_every_macro_message_reads_right_through_a_door():
 
 
 def test_every_catalogue_message_reads_right_through_a_door():
-    from reliability.catalogue import CATALOGUE
+    from support.catalogue import CATALOGUE
 
     for bad in CATALOGUE:
         excerpts = [bad.message] if isinstance(bad.message, str) else bad.message.values()
@@ -153,8 +153,8 @@ def test_the_doors_messages_in_python_words():
     """What merge_table raises (the door's own path) for the catalogue's bad inputs on DuckDB:
     each the catalogue's message in the door's wording, with no dbt word left."""
     import duckdb
-    from reliability.catalogue import CATALOGUE
-    from reliability.harness import duckdb_create
+    from support.catalogue import CATALOGUE
+    from support.harness import duckdb_create
 
     con = duckdb.connect()
     con.execute("create schema s")

@@ -9,10 +9,16 @@ from pathlib import Path
 
 import pytest
 from dbt_helpers import run_dbt
-
-from .catalogue import CATALOGUE, SOURCE_ROWS, TARGET_COLS, TARGET_ROWS, Bad
-from .harness import PROFILES_DIR, DuckEngine, SparkEngine, ThriftEngine, make_project, model_sql
-from .reference import Options, OrderTerm, canonical, merge
+from support.catalogue import CATALOGUE, SOURCE_ROWS, TARGET_COLS, TARGET_ROWS, Bad
+from support.harness import (
+    PROFILES_DIR,
+    DuckEngine,
+    SparkEngine,
+    ThriftEngine,
+    make_project,
+    model_sql,
+)
+from support.reference import Options, OrderTerm, canonical, merge
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
 SCHEMA = "rel_bad"

@@ -6,8 +6,7 @@ cover what a seed cannot: counts in the message, timestamps, history rows, refus
 from __future__ import annotations
 
 import pytest
-
-from .scenario import ENGINES, IDS, dbt, message, project, rows_sql
+from support.scenario import ENGINES, IDS, dbt, message, project, rows_sql
 
 CUSTOMER = "cast({} as bigint) as id, cast({} as string) as name, cast({} as date) as updated_at"
 DAY1, DAY2 = "date '2024-01-01'", "date '2024-02-01'"

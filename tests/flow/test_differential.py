@@ -48,8 +48,7 @@ from pathlib import Path
 import pytest
 from dbt_helpers import run_dbt
 from suite_summary import record_cases
-
-from .cases import (
+from support.cases import (
     COLLATIONS,
     ERROR_EXCERPTS,
     INTERNAL_NAMES,
@@ -70,7 +69,7 @@ from .cases import (
     with_soft_delete,
     with_time_zones,
 )
-from .harness import (
+from support.harness import (
     PROFILES_DIR,
     ROOT,
     DuckEngine,
@@ -79,7 +78,7 @@ from .harness import (
     make_project,
     model_sql,
 )
-from .reference import STRATEGIES, canonical, row_token, update_columns
+from support.reference import STRATEGIES, canonical, row_token, update_columns
 
 PER_STRATEGY = {"upsert": 220, "insert": 150, "update": 170, "full_merge": 290, "deduplicate": 240}
 SCALE = {"ci": 1, "long": 5}[PROFILE]

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import pytest
 from dbt_helpers import run_dbt
-
-from .harness import PROFILES_DIR
-from .scenario import ENGINES, message, project
+from support.harness import PROFILES_DIR
+from support.scenario import ENGINES, message, project
 
 MOR = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
        "write.delete.mode": "merge-on-read"}

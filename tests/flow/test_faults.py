@@ -18,8 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from dbt_helpers import run_dbt
-
-from .harness import PROFILES_DIR, DuckEngine, make_project, model_sql
+from support.harness import PROFILES_DIR, DuckEngine, make_project, model_sql
 
 DBT = str(Path(sys.executable).parent / "dbt")
 

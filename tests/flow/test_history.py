@@ -25,8 +25,7 @@ from functools import cache
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-
-from .reference import (
+from support.reference import (
     HistoryOptions,
     MergeError,
     RunTime,

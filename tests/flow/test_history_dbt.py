@@ -30,8 +30,7 @@ import hashlib
 import pytest
 import yaml
 from dbt_helpers import run_dbt
-
-from .harness import PROFILES_DIR, ROOT, DuckEngine, SparkEngine, make_project, model_sql
+from support.harness import PROFILES_DIR, ROOT, DuckEngine, SparkEngine, make_project, model_sql
 
 SCHEMA = "hist_cmp"
 SOURCE = [("id", "int"), ("v", "str"), ("w", "int"), ("u", "ts")]

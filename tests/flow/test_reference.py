@@ -8,8 +8,7 @@ import uuid
 from decimal import Decimal
 
 import pytest
-
-from .reference import MergeError, Options, OrderTerm, Stats, merge
+from support.reference import MergeError, Options, OrderTerm, Stats, merge
 
 
 def kinds(*args, **kwargs) -> tuple[str, ...]:

@@ -13,8 +13,7 @@ incremental_predicates.
 from __future__ import annotations
 
 import pytest
-
-from .scenario import ENGINES, IDS, Db, dbt, message, project, rows_sql
+from support.scenario import ENGINES, IDS, Db, dbt, message, project, rows_sql
 
 # ------------------------------------------------------------------ run modes
 

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import pytest
 from dbt_helpers import run_dbt
-
-from .catalogue import SOURCE_ROWS, T0, TARGET_COLS, TARGET_ROWS
-from .harness import PROFILES_DIR, DuckEngine, SparkEngine, make_project, model_sql
+from support.catalogue import SOURCE_ROWS, T0, TARGET_COLS, TARGET_ROWS
+from support.harness import PROFILES_DIR, DuckEngine, SparkEngine, make_project, model_sql
 
 SCHEMA = "rel_work"
 REPEATS = [*SOURCE_ROWS, dict(SOURCE_ROWS[0]), {**SOURCE_ROWS[1], "updated_at": T0}]

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import duckdb
 import yaml
-from test_integration import ERRORS, EXPECTED_STATS, MERGE_MODELS, SPARK_ONLY
+from doors.dbt.test_integration import ERRORS, EXPECTED_STATS, MERGE_MODELS, SPARK_ONLY
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROJECT = ROOT / "integration_tests"
 EXAMPLES = ROOT / "examples" / "ci"
 WORKFLOW = EXAMPLES / "dbt-merge-dry-run.yml"

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # one DuckDB dbt run and one Spark dbt run, in a pytest process of their own
 CHILD_TESTS = [
-    "tests/test_config_keys.py::test_warn_error_fails_the_model_and_leaves_the_target",
-    "tests/test_config_keys.py::test_spark_keys_do_not_warn_but_a_typo_does",
+    "tests/doors/dbt/test_config_keys.py::test_warn_error_fails_the_model_and_leaves_the_target",
+    "tests/doors/dbt/test_config_keys.py::test_spark_keys_do_not_warn_but_a_typo_does",
 ]
 
 

@@ -1,7 +1,7 @@
 """The README stays short and agrees with the pages it points to; the docs site is one a user can
 live in (its home page sends nobody to the README, it browses and searches from the disk); no
 user-facing text names a tracker number (no database, under a second). The site itself is built
-strictly by scripts/docs.sh, which `make test` runs first; tests/test_examples.py holds the
+strictly by scripts/docs.sh, which `make test` runs first; tests/package/test_examples.py holds the
 docs' examples to the files of examples/."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 

@@ -12,14 +12,16 @@
   was; with the macro the same run merges the view's SQL of now.
 - docs/python.md's examples, each a whole file of examples/, run as shown, and
   examples/python_doors.py (merge_table and merge_parquet_dataset, a first load and an increment
-  each; examples/pyspark_job.py, merge_dataframe's, runs in tests/test_merge_dataframe.py).
+  each; examples/pyspark_job.py, merge_dataframe's, runs in
+  tests/doors/merge_dataframe/test_merge_dataframe.py).
 - scripts/demo.py's statistics table (`make demo`) on the example project's runs.
 - Every code block of README.md and docs/ that shows a merge model, a Python door's call, a Spark
   profile or a data test names the file of examples/ it is taken from on its first line
   (`-- examples/project/models/customers.sql`, `# examples/python_doors.py`), and is that
   file's text, line for line (indentation aside). A Spark profile's environment variables are
   explained on the page that shows it, and the example project's Spark profile is the one the
-  test suite runs (tests/test_integration.py), less two settings the suite tunes for itself.
+  test suite runs (tests/doors/dbt/test_integration.py), less two settings the suite tunes for
+  itself.
 
 DuckDB: one DuckDB file per project copy, a few seconds. Spark: about a dozen dbt commands.
 """
@@ -44,7 +46,7 @@ import yaml
 from dbt.cli.main import dbtRunner
 from dbt_merge.result import MergeResult
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 PROJECT = EXAMPLES / "project"
 # errors.md shows bad inputs, the history old runs: neither is taken from the examples
@@ -202,7 +204,7 @@ class Run:
 STAT_NAMES = ("inserted", "updated", "deleted", "unchanged", "total")
 STATS = re.compile(r"(\d+) inserted, (\d+) updated, (\d+) deleted, (\d+) unchanged, (\d+) total")
 #: the shell commands a page may show that these tests do not run (the install is
-#: tests/install's, the exports are the test process's own)
+#: tests/package/install's, the exports are the test process's own)
 NOT_RUN_HERE = ("python", "python3", "pip", "export", "java", "apt-get", "git")
 
 
@@ -643,7 +645,8 @@ def test_a_temporary_view_made_after_a_merge_reads_a_replaced_view_model_anew(
 def test_the_python_pages_examples_run_as_shown(tmp_path, name):
     """docs/python.md shows each door's example whole: the block, saved as a file and run in an
     empty folder with the Python package installed, prints what its closing comment says.
-    (examples/pyspark_job.py, shown whole too, runs in tests/test_merge_dataframe.py.)"""
+    (examples/pyspark_job.py, shown whole too, runs in
+    tests/doors/merge_dataframe/test_merge_dataframe.py.)"""
     (block,) = [lines for page, lang, lines in _blocks()
                 if page.name == "python.md" and lang == "python"
                 and lines[0] == f"# examples/{name}"]

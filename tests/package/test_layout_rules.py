@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ADAPTER = Path(__file__).resolve().parents[1] / "adapter" / "dbt_merge"
+ADAPTER = Path(__file__).resolve().parents[2] / "adapter" / "dbt_merge"
 #: how Python reaches a macro: MacroContext.get("name") or an attribute of a MacroContext
 PRIVATE_MACRO = re.compile(r"""\.get\(\s*["']_[a-z]\w*["']|\b(?:macros|m)\._[a-z]\w*\(""")
 

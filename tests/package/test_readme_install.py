@@ -16,7 +16,7 @@ import yaml
 from dbt.cli.main import dbtRunner
 from dbt_merge.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROFILES_DIR = ROOT / "integration_tests"
 PAGES = {
     "README.md": lambda text: text.split("## Installing it in your project", 1)[1]

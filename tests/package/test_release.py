@@ -26,7 +26,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 DBT_PROJECT = yaml.safe_load((ROOT / "dbt_project.yml").read_text())
 VERSION = dbt_merge.__version__

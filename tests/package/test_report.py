@@ -25,7 +25,7 @@ from dbt_merge.report import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = "https://schemas.getdbt.com/dbt/{}/v{}.json"
 
 MANIFEST = {

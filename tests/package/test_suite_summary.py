@@ -18,7 +18,7 @@ FILES = {
             spark: spark
             thrift: thrift
     """,
-    "tests/reliability/test_differential.py": """
+    "tests/flow/test_differential.py": """
         import time
 
         import pytest
@@ -49,7 +49,7 @@ FILES = {
         def test_case_mix():
             pass
     """,
-    "tests/test_integration.py": """
+    "tests/doors/dbt/test_integration.py": """
         import pytest
 
         ENGINES = [
@@ -78,7 +78,7 @@ FILES = {
         def test_c():
             pass
     """,
-    "tests/parquet_dataset/test_differential.py": """
+    "tests/doors/parquet/test_differential.py": """
         import pytest
         from suite_summary import record_cases
 
@@ -87,8 +87,8 @@ FILES = {
         def test_parquet_matches_reference(n):
             record_cases(n, 0)
     """,
-    "tests/reliability/__init__.py": "",
-    "tests/parquet_dataset/__init__.py": "",
+    "tests/flow/__init__.py": "",
+    "tests/doors/parquet/__init__.py": "",
     "tests/test_other.py": """
         def test_one():
             pass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import yaml
 from dbt_helpers import run_dbt
-from reliability.harness import PROFILES_DIR, DuckEngine, make_project
+from support.harness import PROFILES_DIR, DuckEngine, make_project
 
 SCHEMA = "cfg_keys"
 SELECT = "select {{ var('v', 1) }} as id, 'a' as name"

@@ -23,11 +23,11 @@ a DEFAULT (a sequence, a load time, NOT NULL): inserted rows get the default.
 from __future__ import annotations
 
 import pytest
-from reliability.reference import Options, canonical, merge
-from reliability.scenario import Db, dbt, message, project
 from suite_summary import record_cases
+from support.reference import Options, canonical, merge
+from support.scenario import Db, dbt, message, project
 
-from .dimensions import draw_identifiers, qualified
+from doors.dimensions import draw_identifiers, qualified
 
 DATABASE = "integration_tests"  # the tests' DuckDB file (integration_tests/profiles.yml)
 NAMES = ("id", "name", "v")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from dbt_helpers import STAT_NAMES, run_dbt
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 PROJECT = ROOT / "integration_tests"
 SCHEMA = {"duckdb": "main", "spark": "analytics", "spark_thrift": "analytics"}
 ENGINES = [
@@ -86,7 +86,7 @@ class Tables:
         self.spark = spark
         self.thrift = None
         if thrift_port is not None:
-            from reliability.harness import ThriftEngine
+            from support.harness import ThriftEngine
 
             self.thrift = ThriftEngine(thrift_port)
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 from dbt_helpers import run_dbt
-from reliability.harness import PROFILES_DIR, DuckEngine, make_project
+from support.harness import PROFILES_DIR, DuckEngine, make_project
 
 SCHEMA = "is_inc"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 FILTER = "{% if is_incremental() %} where id > (select max(id) from {{ this }}) {% endif %}"
 SRC = (
     "{{ config(materialized='table', schema='" + SCHEMA + "') }}\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from dbt_helpers import run_dbt
-from reliability.harness import PROFILES_DIR, make_project
+from support.harness import PROFILES_DIR, make_project
 
 SCHEMA = "uk_where"
 # id 1 twice, id 3 twice, one NULL id; unique_key is read from the model's config

@@ -18,10 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-
-from .cases import ERROR_EXCERPTS, Case
-from .harness import SparkEngine, spark_quote
-from .test_differential import (
+from flow.test_differential import (
     SCHEMA,
     THRIFT_EVERY,
     Failure,
@@ -38,6 +35,8 @@ from .test_differential import (
     spark_soft_delete_cases,
     table_properties,
 )
+from support.cases import ERROR_EXCERPTS, Case
+from support.harness import SparkEngine, spark_quote
 
 DATAFRAME_EVERY = 8  # of the Spark cases' units, starting half-way between thrift's
 

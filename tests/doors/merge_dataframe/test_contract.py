@@ -17,7 +17,7 @@ What the door promises, whatever the caller throws at it:
 - MergeResult.snapshot_id is the merge's own commit, whoever commits after it.
 
 Name forms x kinds x caller objects x dry run are generated (hypothesis, a fixed seed); rows and
-statistics come from the reference model (tests/reliability/reference.py).
+statistics come from the reference model (tests/support/reference.py).
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from reliability.reference import MergeError as RefMergeError
-from reliability.reference import Options as RefOptions
-from reliability.reference import merge as reference_merge
+from support.reference import MergeError as RefMergeError
+from support.reference import Options as RefOptions
+from support.reference import merge as reference_merge
 
 pytestmark = pytest.mark.spark
 

@@ -2,7 +2,7 @@
 tables (rows, statistics, one commit each), a refused merge (message, target unchanged), the
 call as a guest in the user's session (settings, temporary views, cache, work tables as they
 were, after a success and after a failure), two calls in two threads, and the example job.
-The differential slice is tests/reliability/test_merge_dataframe.py."""
+The differential slice is tests/doors/merge_dataframe/test_against_reference.py."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from dbt_merge.result import MergeResult
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = "frontend_df"
 COLUMNS = "id int, name string, updated_at int"
 

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .cases import Case
-from .harness import DuckEngine, duck_quote
-from .test_differential import (
+from flow.test_differential import (
     SCHEMA,
     Failure,
     all_cases,
@@ -31,7 +29,10 @@ from .test_differential import (
     soft_delete_cases,
     time_zone_cases,
 )
-from .test_merge_dataframe import check_call as check_door_call
+from support.cases import Case
+from support.harness import DuckEngine, duck_quote
+
+from doors.merge_dataframe.test_against_reference import check_call as check_door_call
 
 TABLE_EVERY = 12  # of the DuckDB cases' units
 

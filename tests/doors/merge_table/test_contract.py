@@ -5,7 +5,7 @@ cases issue 30 saw, each on a connection of its own.
 What DuckDB itself reads for the name (the rows of `select * from <name>`, matched to the objects
 staged) decides what the door must do:
 - a table of a writable database: merged there, rows and statistics those of the reference
-  model (tests/reliability/reference.py), the table's definition kept;
+  model (tests/support/reference.py), the table's definition kept;
 - nothing (no object where DuckDB looks) in an existing schema of a writable database: created
   there with the source's rows, every one counted inserted;
 - anything else (a view, a temporary table or view, a registered Arrow table, a read-only
@@ -25,10 +25,10 @@ import duckdb
 import pyarrow as pa
 import pytest
 from dbt_merge.duckdb import MergeError, merge_table
-from reliability.reference import Options, canonical, merge
 from suite_summary import record_cases
+from support.reference import Options, canonical, merge
 
-from .dimensions import (
+from doors.dimensions import (
     Place,
     Scenario,
     differences,
@@ -54,8 +54,9 @@ REFUSALS = {  # what the message says, by what the name reads
     "another thread": "another thread is using this connection",
 }
 
-#: The cases issue 30 saw (and their kin), and issue 35's two cursors, besides the drawn ones.
-ISSUE = [
+#: Fixed cases beside the drawn ones: names and objects a door review saw wrongly handled (and
+#: their kin), and two cursors merging the same new keys into one table at once.
+FIXED_CASES = [
     Scenario("my.t", "one part", "nothing", "table of that name in another schema",
              ("quoted",) * 3, None, False, "upsert", "arrow", schema="main"),
     Scenario("t", "two parts", "table", "none", ("plain",) * 3, None, False, "upsert", "arrow",
@@ -118,7 +119,7 @@ def check(scenario: Scenario, folder) -> str | None:
     """Run one scenario; what is wrong, or None."""
     con = duckdb.connect()
     try:
-        if scenario is ISSUE[1]:
+        if scenario is FIXED_CASES[1]:
             con.execute('create table main."my.t" (id bigint, name varchar, v bigint)')
         source = _source(con, scenario.source_kind)
         staged = stage(con, scenario, folder)
@@ -244,9 +245,9 @@ def _check_merge(scenario, staged, after, place, target, result) -> str | None:
     return f"merged, but also changed: {changed}" if changed else None
 
 
-def test_issue_cases(tmp_path):
-    failures = [f"{s.describe()}: {p}" for s in ISSUE if (p := check(s, tmp_path))]
-    record_cases(len(ISSUE), len(failures))
+def test_fixed_cases(tmp_path):
+    failures = [f"{s.describe()}: {p}" for s in FIXED_CASES if (p := check(s, tmp_path))]
+    record_cases(len(FIXED_CASES), len(failures))
     assert not failures, "\n".join(failures)
 
 
@@ -261,7 +262,7 @@ def test_drawn_scenarios(tmp_path):
 def test_the_drawn_scenarios_meet_every_dimension():
     """The draw reaches every name form, kind, caller's object, refusal and dry run."""
     drawn = draw_scenarios(DRAWN)
-    from .dimensions import CALLERS, KINDS, NAME_FORMS
+    from doors.dimensions import CALLERS, KINDS, NAME_FORMS
 
     assert {s.form for s in drawn} == set(NAME_FORMS)
     assert {s.kind for s in drawn} == set(KINDS)

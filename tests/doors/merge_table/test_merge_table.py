@@ -2,7 +2,7 @@
 statistics), each kind of source, a refused merge and a merge failing in its write (message,
 target unchanged), and the call as a guest on the caller's connection (no transaction,
 temporary table or view left, settings as they were). The differential slice is
-tests/reliability/test_merge_table.py."""
+tests/doors/merge_table/test_against_reference.py."""
 
 from __future__ import annotations
 
@@ -187,7 +187,7 @@ def test_settings_of_the_caller_are_kept(con):
 
 # ------------------------------------------------------------------ the target (issue 30, item 10)
 # The door resolves the name as DuckDB does (its parser, its catalog); every name form and object
-# kind is tried by tests/doors/test_merge_table_contract.py. These are the cases the issue saw.
+# kind is tried by tests/doors/merge_table/test_contract.py. These are the cases the issue saw.
 
 
 def _objects(con) -> list[tuple]:
@@ -697,8 +697,8 @@ def test_full_refresh_from_a_query_over_the_target(con, tmp_path):
         ("t",)]
 
     from dbt_helpers import run_dbt
-    from reliability.harness import PROFILES_DIR, make_project, model_sql
-    from reliability.scenario import Db
+    from support.harness import PROFILES_DIR, make_project, model_sql
+    from support.scenario import Db
 
     db = Db("duckdb")
     try:

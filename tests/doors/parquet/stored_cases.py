@@ -5,7 +5,7 @@ pyarrow as other tools write them: an older file without a later column, a narro
 conflicting type).
 
 Each value is modelled by its *token*: what the files store, as a plain Python value (the
-reference model of tests/reliability compares tokens). The SQL literal given to the merge may
+reference model of tests/support compares tokens). The SQL literal given to the merge may
 spell the same token differently (a TIME WITH TIME ZONE at another offset), or not be
 storable at all (a case that must be refused).
 """

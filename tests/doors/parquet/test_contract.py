@@ -17,7 +17,7 @@ A dataset door names its target by a path, so the dimensions are paths:
   connection or a Parquet file.
 
 Expected: merged (or created) exactly at that path, with rows and statistics equal to the
-reference model (tests/reliability/reference.py), symlinks left as they are and every other
+reference model (tests/support/reference.py), symlinks left as they are and every other
 file in place; or refused with a clear message, nothing under the path changed (and nothing
 created next to it by a refusal made before the dataset is read), the caller's connection
 exactly as it was; a dry run writes nothing anywhere.
@@ -45,10 +45,10 @@ from dbt_helpers import run_dbt
 from dbt_merge.parquet import ParquetMergeError, commit, run_merge
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from reliability.cases import _without_local_constants
-from reliability.harness import PROFILES_DIR, make_project, model_sql
-from reliability.reference import MergeError, Options, canonical, merge
 from suite_summary import record_cases
+from support.cases import _without_local_constants
+from support.harness import PROFILES_DIR, make_project, model_sql
+from support.reference import MergeError, Options, canonical, merge
 
 NAMES = [
     "plain",
@@ -128,7 +128,7 @@ def values(draw):
 @cache
 def drawn_values(n: int) -> tuple[dict, ...]:
     """n draws of values(), the same on every run (derandomized, without the constants of the
-    modules loaded, as reliability.cases draws)."""
+    modules loaded, as support.cases draws)."""
     drawn: list[dict] = []
 
     @settings(

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 import pytest
 from dbt_merge.parquet import merge_with_report as run_merge
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 CHILD = r"""
 import json, os, signal, sys

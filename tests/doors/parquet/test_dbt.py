@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 from dbt_helpers import run_dbt
-from reliability.harness import PROFILES_DIR, make_project, model_sql
+from support.harness import PROFILES_DIR, make_project, model_sql
 
 from .datasets import fingerprint, read_dataset
 

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 from dbt_helpers import run_dbt
 from dbt_merge.parquet import commit
-from reliability.harness import PROFILES_DIR, make_project, model_sql
+from support.harness import PROFILES_DIR, make_project, model_sql
 
 from .datasets import fingerprint, read_dataset
 

@@ -1,6 +1,6 @@
 """The reference-model differential suite, run against merge_parquet_dataset.
 
-The generated cases of tests/reliability (the same fixed-seed hypothesis draws the dbt suite
+The generated cases of tests/support/cases.py (the same fixed-seed hypothesis draws the dbt suite
 runs: composite keys of mixed types, NULLs, duplicate keys in the source and in the target,
 empty and missing targets, NaN, unicode, odd and reserved column names, a target typed
 differently from the source, full_merge's max_delete_fraction) each become a dataset on disk
@@ -47,7 +47,8 @@ import pyarrow.parquet as pq
 import pytest
 from dbt_merge.parquet import ParquetMergeError, run_merge
 from dbt_merge.parquet.api import _api_wording
-from reliability.cases import (
+from suite_summary import record_cases
+from support.cases import (
     ERROR_EXCERPTS,
     STRATEGY_NAMES,
     Case,
@@ -57,9 +58,8 @@ from reliability.cases import (
     with_dry_run,
     with_soft_delete,
 )
-from reliability.coltypes import engine_type
-from reliability.reference import MergeError, Options, canonical, merge, update_columns
-from suite_summary import record_cases
+from support.coltypes import engine_type
+from support.reference import MergeError, Options, canonical, merge, update_columns
 
 from . import stored_cases as stored
 from .datasets import fingerprint, read_dataset

@@ -8,7 +8,7 @@ import pytest
 from dbt_merge.parquet import ParquetMergeError
 from dbt_merge.parquet.sql import Column
 from dbt_merge.render import MacroContext, macros_dir
-from reliability.reference import STRATEGIES
+from support.reference import STRATEGIES
 
 
 def context(config: dict, con=None) -> MacroContext:

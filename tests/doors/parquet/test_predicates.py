@@ -8,7 +8,7 @@ a key (an upsert wrote the key twice with the source's values and lost the outsi
 delete_condition deleted both; the reported total was not the dataset's row count).
 
 Generated with hypothesis (derandomized: the same cases on every run), checked against the
-reference model (tests/reliability/reference.py): every strategy, with and without
+reference model (tests/support/reference.py): every strategy, with and without
 delete_condition and merge_update_condition, on_key_outside_predicates fail or insert, the rows
 of one key in the same file or in two, flat or partitioned by a value column.
 """
@@ -24,9 +24,9 @@ import pyarrow.parquet as pq
 from dbt_merge.parquet import ParquetMergeError, run_merge
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from reliability.cases import _without_local_constants
-from reliability.reference import MergeError, Options, canonical, merge
 from suite_summary import record_cases
+from support.cases import _without_local_constants
+from support.reference import MergeError, Options, canonical, merge
 
 from .datasets import fingerprint, read_dataset
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 from dbt_merge.parquet import merge_with_report as run_merge
-from reliability.reference import Options, canonical, merge
+from support.reference import Options, canonical, merge
 
 from .datasets import fingerprint, read_dataset
 

@@ -130,7 +130,7 @@ FINAL_MATTERS = {"rmt", "cmt", "vcmt", "coal", "smt", "amt", "mv", "dist"}
 
 if __name__ == "__main__":
     # Build the test data in a folder, for trying the CLI by hand:
-    #   python tests/clickhouse/ch_data.py /tmp/ch_demo
+    #   python tests/engines/clickhouse/ch_data.py /tmp/ch_demo
     #   then export the two variables it prints.
     import sys
 

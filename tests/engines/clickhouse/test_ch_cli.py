@@ -15,7 +15,7 @@ from ch_data import PROJECT, project_args
 from dbt_merge.cli import INSPECT_HEADERS, main
 from duckdb_env import forget_dbt_duckdb_env
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)

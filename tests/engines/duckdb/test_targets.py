@@ -5,10 +5,9 @@ messages, and the target as it was on refusal."""
 from __future__ import annotations
 
 import pytest
-
-from .cases import STRATEGY_NAMES
-from .reference import Options, canonical, merge
-from .scenario import Db, dbt, message, project
+from support.cases import STRATEGY_NAMES
+from support.reference import Options, canonical, merge
+from support.scenario import Db, dbt, message, project
 
 ZONES = ["UTC", "America/New_York", "Asia/Kolkata"]
 

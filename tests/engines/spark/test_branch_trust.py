@@ -32,9 +32,8 @@ import time
 
 import pytest
 from dbt_helpers import run_dbt
-
-from .harness import PROFILES_DIR
-from .scenario import message, project
+from support.harness import PROFILES_DIR
+from support.scenario import message, project
 
 #: the write-once path, which a project asks for (dbt_merge_commit_counts: true)
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("write_once")]

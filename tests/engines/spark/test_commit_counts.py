@@ -24,11 +24,10 @@ import threading
 
 import pytest
 from dbt_helpers import run_dbt
-
-from .harness import PROFILES_DIR
-from .reference import Options
-from .reference import merge as reference_merge
-from .scenario import message, project
+from support.harness import PROFILES_DIR
+from support.reference import Options
+from support.reference import merge as reference_merge
+from support.scenario import message, project
 
 #: the write-once path, which a project asks for (dbt_merge_commit_counts: true)
 pytestmark = pytest.mark.usefixtures("write_once")

@@ -24,9 +24,8 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from dbt_helpers import run_dbt
-
-from .harness import PROFILES_DIR, make_project, model_sql, spark_schema
-from .reference import Options, canonical, merge
+from support.harness import PROFILES_DIR, make_project, model_sql, spark_schema
+from support.reference import Options, canonical, merge
 
 pytestmark = pytest.mark.spark
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import pytest
-
-from .scenario import Db, dbt, message, project, rows_sql
+from support.scenario import Db, dbt, message, project, rows_sql
 
 pytestmark = pytest.mark.spark
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import pytest
 from dbt_helpers import run_dbt
-
-from .harness import PROFILES_DIR
-from .scenario import ENGINES, IDS, message, project, rows_sql
+from support.harness import PROFILES_DIR
+from support.scenario import ENGINES, IDS, message, project, rows_sql
 
 SPARK_ENGINES = ENGINES[1:]
 

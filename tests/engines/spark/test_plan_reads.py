@@ -20,9 +20,8 @@ import pytest
 from dbt_helpers import run_dbt
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from .harness import PROFILES_DIR
-from .scenario import message, project
+from support.harness import PROFILES_DIR
+from support.scenario import message, project
 
 MOR = {"write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
        "write.delete.mode": "merge-on-read"}

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import pytest
 from dbt_helpers import run_dbt
-
-from .harness import PROFILES_DIR, make_project, model_sql
-from .scenario import ENGINES, Db, dbt, message, project
+from support.harness import PROFILES_DIR, make_project, model_sql
+from support.scenario import ENGINES, Db, dbt, message, project
 
 SPARK_ENGINES = ENGINES[1:]
 

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import pytest
 from dbt_helpers import run_dbt
-
-from .harness import PROFILES_DIR, make_project, model_sql
+from support.harness import PROFILES_DIR, make_project, model_sql
 
 SCHEMA = "rel_race"
 BASE = [(1, "old"), (2, "old"), (3, "old")]

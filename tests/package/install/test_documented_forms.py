@@ -4,7 +4,7 @@ the release's commit, a clone checked out at that commit, the release's wheel, t
 install step. They pin the release's commit, which every clone of the history holds, so they
 work in a fresh clone where no tag was ever fetched. Each installs dbt-merge of that release
 into a fresh virtualenv (`--no-deps`: what is tested is that the form finds and builds the
-release; the extras' dependencies are tests/install/test_from_wheel.py's).
+release; the extras' dependencies are tests/package/install/test_from_wheel.py's).
 
 And `make dist` and `make docs` in a copy of the checkout without .venv: each builds from a
 small virtualenv of its own (scripts/tools.sh) that holds no dbt, Spark or test library."""
@@ -25,7 +25,7 @@ from packaging.version import Version
 
 pytestmark = pytest.mark.install
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 URL = "https://github.com/your-org/dbt_merge.git"
 SECONDS = 900
 

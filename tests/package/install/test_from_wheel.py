@@ -35,7 +35,7 @@ import yaml
 
 pytestmark = pytest.mark.install
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 VERSION = dbt_merge.__version__
 EXTRAS = ("duckdb", "parquet", "spark", "chdb")
 INSTALL_SECONDS = 1800  # a cold pip cache downloads about 600 MB
