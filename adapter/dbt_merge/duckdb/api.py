@@ -25,9 +25,12 @@ from dbt_merge.duckdb.connection import (
     ConnectionInUse,
     DuckDBRunner,
     Relation,
+    quote,
 )
 from dbt_merge.duckdb.history import create_table, refuse_unusable
 from dbt_merge.duckdb.names import (
+    arrow_decimal256_problem,
+    decimal_objects_problem,
     name_problem,
     reads_table,
     resolve_target,
@@ -278,9 +281,12 @@ def _source_reader(runner: DuckDBRunner, source: Any, prefix: str) -> duckdb.Duc
             prefix + f"the connection has an object named {SOURCE_NAME}, the name merge_table "
             "reads the source under. Rename it. Nothing was changed."
         )
+    problem = arrow_decimal256_problem(source)
+    if problem is not None:
+        raise MergeError(prefix + f"the source's {problem}. Nothing was changed.")
     __dbt_merge_source = source  # noqa: F841 (read below by DuckDB, by its name)
     try:
-        return connection.sql(f"select * from {SOURCE_NAME}")
+        relation = connection.sql(f"select * from {SOURCE_NAME}")
     except duckdb.Error as error:
         if runner.translated(error) is not error:
             raise runner.translated(error) from error
@@ -290,6 +296,11 @@ def _source_reader(runner: DuckDBRunner, source: Any, prefix: str) -> duckdb.Duc
             "or polars DataFrame, a relation of this connection, or one SQL query. Nothing was "
             "changed."
         ) from None
+    problem = decimal_objects_problem(
+        source, lambda name: [row[0] for row in relation.project(quote(name)).fetchall()])
+    if problem is not None:
+        raise MergeError(prefix + f"the source's {problem}. Nothing was changed.")
+    return relation
 
 
 def _check_created(

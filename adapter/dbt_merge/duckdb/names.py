@@ -26,6 +26,7 @@ name reads that table (`reads_table`).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -317,6 +318,144 @@ def source_names(source: Any) -> list[str] | None:
         return [str(n) for n in names] if names is not None else None
     except Exception:  # an object whose columns cannot be listed: DuckDB says what it reads
         return None
+
+
+def arrow_decimal256_problem(source: Any) -> str | None:
+    """Why an Arrow source (a table, batch, reader: anything with an Arrow schema) with a
+    decimal256 column or field is refused, or None: DuckDB reads no decimal256, whatever its
+    precision (its error named no column, and its read listed the Arrow table as readable)."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        return None
+    schema = getattr(source, "schema", None)
+    if not isinstance(schema, pa.Schema):
+        return None
+
+    def wide(kind) -> Any:
+        if pa.types.is_decimal256(kind):
+            return kind
+        for child in ("value_type", "key_type", "item_type"):
+            inner = getattr(kind, child, None)
+            if isinstance(inner, pa.DataType) and wide(inner) is not None:
+                return wide(inner)
+        if pa.types.is_struct(kind):
+            for index in range(kind.num_fields):
+                if wide(kind.field(index).type) is not None:
+                    return wide(kind.field(index).type)
+        return None
+
+    for field in schema:
+        found = wide(field.type)
+        if found is not None:
+            narrower = (f"pa.decimal128({found.precision}, {found.scale})"
+                        if found.precision <= 38 else "a decimal128 of at most 38 digits")
+            return (
+                f"column '{field.name}' is {'' if found == field.type else 'or holds '}an "
+                f"Arrow {found}, which DuckDB does not read. Cast it to {narrower}, or to a "
+                "string, first"
+            )
+    return None
+
+
+def decimal_objects_problem(source: Any, read_back: Any) -> str | None:
+    """Why a pandas DataFrame (or a subclass) is refused whose column holds Python Decimal
+    objects (at its top level, or inside lists and dicts) that DuckDB does not read exactly,
+    or None. DuckDB picks one type for a column of objects, from a sample of its rows (e.g.
+    DECIMAL(38,9) for 12345678901234567890123456789 and 1E-13, which reads 0; DECIMAL(4,1)[]
+    for lists of 0.001, 0.002, ...; DOUBLE once a value has more than 38 digits), and the merge
+    wrote the rounded values with success (red teams helper-82 and helper-83). The values
+    DuckDB reads (`read_back(name)`: DuckDB's values of that column, in any order) are compared
+    with the objects as a multiset, by their numbers: 1.50 and 1.5 are one value, NaN and None
+    one missing value."""
+    frame = _pandas_frame(source)
+    if frame is None or not frame.columns.is_unique:
+        return None  # duplicate names: refused as names (name_problem)
+    for name in frame.columns:
+        column = frame[name]
+        if column.dtype != object or not any(_holds_decimal(v) for v in column):
+            continue
+        given = Counter(_number_key(v) for v in column)
+        read = Counter(_number_key(v) for v in read_back(str(name)))
+        if given == read:
+            continue
+        changed = next(v for v in column if _holds_decimal(v) and read[_number_key(v)] == 0)
+        return (
+            f"column '{name}' holds Python Decimal values that DuckDB does not read exactly "
+            f"(it picks one type for the column's objects, from a sample of its rows): "
+            f"{_shown_value(changed)} would be merged as another value. Give the column a "
+            "type that holds its values first (a pyarrow table with a pa.decimal128(precision, "
+            "scale) column: 38 digits at most), or round the values"
+        )
+    return None
+
+
+def _pandas_frame(source: Any) -> Any:
+    """`source` when it is a pandas DataFrame (a subclass too), else None (pandas is only
+    looked at when something imported it)."""
+    import sys
+
+    pandas = sys.modules.get("pandas")
+    return source if pandas is not None and isinstance(source, pandas.DataFrame) else None
+
+
+def _holds_decimal(value: Any) -> bool:
+    import decimal
+
+    if isinstance(value, decimal.Decimal):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_decimal(v) for v in value.values())
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
+        return any(_holds_decimal(v) for v in value)
+    return False
+
+
+def _number_key(value: Any) -> Any:
+    """A value's identity as a number: Decimal, float, int and text that spells a number by
+    their exact value (trailing zeros aside), NaN and None as one missing value, lists and
+    dicts by their parts."""
+    import decimal
+    import math
+
+    if isinstance(value, str):  # DuckDB reads Decimals beside strings as text: '0.1'
+        try:
+            value = decimal.Decimal(value)
+        except decimal.InvalidOperation:
+            return ("other", "str", value)
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ("missing",)
+    if isinstance(value, decimal.Decimal) and value.is_nan():
+        return ("missing",)
+    if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
+        if isinstance(value, float) and math.isinf(value):
+            return ("number", str(value))
+        number = decimal.Decimal(value)
+        if number.is_infinite():
+            return ("number", "inf" if number > 0 else "-inf")
+        sign, digits, exponent = number.as_tuple()
+        digits = list(digits)
+        while len(digits) > 1 and digits[-1] == 0:
+            digits.pop()
+            exponent += 1
+        if digits == [0]:
+            return ("number", 0)
+        return ("number", sign, tuple(digits), exponent)
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((str(k), _number_key(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
+        return ("list", tuple(_number_key(v) for v in value))
+    return ("other", type(value).__name__, str(value))
+
+
+def _shown_value(value: Any) -> str:
+    """A value (a Decimal, or a list or dict holding some) for a message: its first Decimal."""
+    import decimal
+
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    parts = value.values() if isinstance(value, dict) else value
+    return next(_shown_value(v) for v in parts if _holds_decimal(v))
 
 
 def case_twins_message(twins: tuple[str, str], where: str) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -28,44 +29,94 @@ class FileColumn:
     leaf: int | None
 
 
-def top_level_columns(
-    rows: Iterable[tuple[str, str, str | None, int | None, str]],
-) -> dict[str, list[FileColumn]]:
-    """Each file's top-level columns, from parquet_schema rows (file_name, name, physical
-    type, num_children, duckdb_type) in schema order."""
-    by_file: dict[str, list[tuple]] = {}
+class Element(NamedTuple):
+    """One row of DuckDB's parquet_schema(): a schema element of one file (the root, a
+    column, or a field inside one). A query selects ELEMENT_COLUMNS for it."""
+
+    file_name: str
+    name: str
+    type: str | None  # the physical type; None for a group (the root, a STRUCT, LIST, MAP)
+    num_children: int | None
+    duckdb_type: str | None
+    converted_type: str | None = None
+    logical_type: str | None = None
+    precision: int | None = None
+    scale: int | None = None
+
+
+ELEMENT_COLUMNS = ", ".join(Element._fields)
+
+
+def top_level_columns(rows: Iterable[Sequence]) -> dict[str, list[FileColumn]]:
+    """Each file's top-level columns, from parquet_schema rows (Element's fields, the first
+    five at least) in schema order."""
+    return {file: [column for column, _ in spans] for file, spans in _spans(rows).items()}
+
+
+def wide_decimals(rows: Iterable[Sequence]) -> list[tuple[str, str, Element, bool]]:
+    """(file, top-level column, element, whether the element is a field inside the column) for
+    each element (the column itself or a field inside it) that a file stores as a DECIMAL of
+    more than 38 digits, from parquet_schema rows (Element's fields): DuckDB reads such a
+    decimal as DOUBLE, rounded."""
+    found = []
+    for file, spans in _spans(rows).items():
+        for column, elements in spans:
+            for element in elements:
+                decimal = element.converted_type == "DECIMAL" or str(
+                    element.logical_type or "").startswith("Decimal")
+                if decimal and (element.precision or 0) > 38:
+                    found.append((file, column.name, element, element is not elements[0]))
+    return found
+
+
+def int96_columns(rows: Iterable[Sequence]) -> dict[str, list[str]]:
+    """Each file's top-level columns that hold INT96 timestamps (the column itself or a field
+    inside it), from parquet_schema rows (Element's fields)."""
+    found: dict[str, list[str]] = {}
+    for file, spans in _spans(rows).items():
+        for column, elements in spans:
+            if any(element.type == "INT96" for element in elements):
+                found.setdefault(file, []).append(column.name)
+    return found
+
+
+def _spans(rows: Iterable[Sequence]) -> dict[str, list[tuple[FileColumn, list[Element]]]]:
+    """Each file's top-level columns, each with the schema elements it spans (itself and every
+    field below it), from parquet_schema rows in schema order."""
+    by_file: dict[str, list[Element]] = {}
     for row in rows:
-        by_file.setdefault(row[0], []).append(row)
+        by_file.setdefault(row[0], []).append(Element(*row))
     result = {}
     for file, elements in by_file.items():
-        columns: list[FileColumn] = []
+        spans: list[tuple[FileColumn, list[Element]]] = []
         position = 1  # element 0 is the schema's root
         leaves = 0
-        for _ in range(elements[0][3] or 0):
-            _, name, physical, _, dtype = elements[position]
-            if physical is not None:
-                columns.append(FileColumn(name, dtype, leaves))
+        for _ in range(elements[0].num_children or 0):
+            start, element = position, elements[position]
+            if element.type is not None:
+                column = FileColumn(element.name, element.duckdb_type, leaves)
                 leaves += 1
                 position += 1
             else:
                 position, leaves = _past_group(elements, position, leaves)
-                columns.append(FileColumn(name, dtype, None))
-        result[file] = columns
+                column = FileColumn(element.name, element.duckdb_type, None)
+            spans.append((column, elements[start:position]))
+        result[file] = spans
     return result
 
 
-def _past_group(elements: Sequence[tuple], position: int, leaves: int) -> tuple[int, int]:
+def _past_group(elements: Sequence[Element], position: int, leaves: int) -> tuple[int, int]:
     """Past the group element at `position` and everything below it, counting its leaves:
     (the next element's position, the leaves counted so far)."""
     pending = 1
     while pending:
-        _, _, physical, children, _ = elements[position]
+        element = elements[position]
         pending -= 1
         position += 1
-        if physical is not None:
+        if element.type is not None:
             leaves += 1
         else:
-            pending += children or 0
+            pending += element.num_children or 0
     return position, leaves
 
 

@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from dbt_merge.duckdb.names import name_problem, source_names
+from dbt_merge.duckdb.names import (
+    arrow_decimal256_problem,
+    decimal_objects_problem,
+    name_problem,
+    source_names,
+)
 from dbt_merge.parquet import commit, layout, paths, schema, types
 from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
@@ -79,7 +84,25 @@ class ParquetWriter:
         said = name_problem(source_names(source) or (), "the source")
         if said is not None:
             self.fail(f"{said} in the source. Nothing was changed.")
-        return self.s.register("source", source)
+        problem = arrow_decimal256_problem(source)
+        if problem is not None:
+            self.fail(f"the source's {problem}. Nothing was changed.")
+        try:
+            relation = self.s.register("source", source)
+            self.s.describe(relation)
+            problem = decimal_objects_problem(source, lambda name: [
+                row[0] for row in self.s.query(f"select {q.quote(name)} from {relation}")[1]])
+        except duckdb.Error as error:
+            # e.g. an Arrow decimal256 column, which DuckDB does not read at all
+            self.fail(
+                f"DuckDB cannot read the source ({type(source).__name__}): "
+                f"{str(error).splitlines()[0]} merge_parquet_dataset reads Parquet files, an "
+                "Arrow table or reader, a pandas or polars DataFrame, or a DuckDB relation. "
+                "Nothing was changed."
+            )
+        if problem is not None:
+            self.fail(f"the source's {problem}. Nothing was changed.")
+        return relation
 
     def _source_files_read(self, file_list: str, what: str) -> tuple[str | None, str]:
         """Source files (a DuckDB list of paths or globs) one of which has a top-level column
@@ -91,7 +114,7 @@ class ParquetWriter:
         else "" (DuckDB's own detection), after _refuse_folder_values_over_columns. Returns
         (the files found, as a DuckDB list, or None when they cannot be read; the option)."""
         try:
-            found = self._columns_of_files(file_list)
+            found = self._columns_of_files(file_list, what, " Nothing was changed.")
         except duckdb.Error:
             return None, ""  # no such file, or not Parquet: the source's read says so
         files = "[" + ", ".join(q.literal(f) for f in found) + "]" if found else None
@@ -160,14 +183,41 @@ class ParquetWriter:
                 "hive_partitioning=False)). Nothing was changed."
             )
 
-    def _columns_of_files(self, file_list: str) -> dict[str, list[schema.FileColumn]]:
-        """Each file's own top-level columns (a DuckDB list of paths or globs), in order."""
-        return schema.top_level_columns(
-            self.s.query(
-                "select file_name, name, type, num_children, duckdb_type"
-                f" from parquet_schema({file_list}) order by file_name, column_id"
-            )[1]
-        )
+    def _columns_of_files(
+        self, file_list: str, what: str, end: str
+    ) -> dict[str, list[schema.FileColumn]]:
+        """Each file's own top-level columns (a DuckDB list of paths or globs), in order. A
+        file that stores a DECIMAL of more than 38 digits (another tool's: pyarrow's decimal256)
+        is refused, naming `what` file: DuckDB reads it as DOUBLE, and the merge would write the
+        values rounded (into the dataset, or back into a file it rewrites), with no error."""
+        rows = self.s.query(
+            f"select {schema.ELEMENT_COLUMNS}"
+            f" from parquet_schema({file_list}) order by file_name, column_id"
+        )[1]
+        for file, column, element, field in schema.wide_decimals(rows)[:1]:
+            shown = os.path.relpath(file, self.root) if what.startswith("the dataset") else file
+            held = f"a field '{element.name}' of column '{column}'" if field else (
+                f"column '{column}'")
+            self.fail(
+                f"{what} {shown} stores {held} as DECIMAL({element.precision},"
+                f"{element.scale or 0}), more digits "
+                "than DuckDB's DECIMAL holds (38): DuckDB reads it as DOUBLE, rounded, so "
+                "the merge would write its values rounded. Store it as a DECIMAL of at most 38 "
+                f"digits, or as a string, with the tool that writes the file.{end}"
+            )
+        for file, columns in schema.int96_columns(rows).items():
+            found = _int96_nanoseconds(file, columns)
+            if found is not None:
+                shown = os.path.relpath(file, self.root) if what.startswith("the dataset") else file
+                self.fail(
+                    f"{what} {shown} stores column '{found[0]}' with INT96 timestamps (the "
+                    "deprecated Parquet timestamp of Impala, Hive and older Spark), one of which "
+                    f"has nanoseconds ({found[1]}): DuckDB reads INT96 to the microsecond, so "
+                    "the merge would write them cut to microseconds. Store the column as an "
+                    "INT64 timestamp of nanoseconds (pyarrow's default), or round it to "
+                    f"microseconds, with the tool that writes the file.{end}"
+                )
+        return schema.top_level_columns(rows)
 
     def _refuse_renamed_file_columns(self, by_file: dict, what: str, fix: str) -> None:
         for file, columns in by_file.items():
@@ -250,7 +300,8 @@ class ParquetWriter:
         paths = self._paths(files)
         columns = self.s.describe(q.read_files(paths, hive))
         file_list = "[" + ", ".join(q.literal(p) for p in paths) + "]"
-        self.file_columns = self._columns_of_files(file_list)
+        self.file_columns = self._columns_of_files(
+            file_list, "the dataset's file", " The target was not changed.")
         # a file the merge rewrites would store the second renamed (red team helper-72)
         self._refuse_renamed_file_columns(
             self.file_columns,
@@ -1011,6 +1062,66 @@ def _shown(value: str | None) -> str:
     if value is None:
         return "NULL"
     return q.literal(value if len(value) <= 60 else value[:60] + "...")
+
+
+def _int96_nanoseconds(file: str, columns: list[str]) -> tuple[str, str] | None:
+    """(column, a value as text) for the first INT96 timestamp of the file's `columns` that has
+    nanoseconds, which DuckDB's read (microseconds) cuts; None when every one is a whole
+    microsecond (what Spark writes). pyarrow reads the file twice, to the nanosecond and to the
+    microsecond: a value out of the nanosecond range (before 1677 or after 2262) wraps around
+    in the first, but its difference from the second, times 1000, is its nanoseconds still
+    (integer arithmetic modulo 2^64)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    def timestamps(array):
+        kind = array.type
+        if pa.types.is_timestamp(kind):
+            yield array
+        elif pa.types.is_struct(kind):
+            for child in array.flatten():
+                yield from timestamps(child)
+        elif pa.types.is_map(kind):
+            yield from timestamps(array.keys)
+            yield from timestamps(array.items)
+        elif pa.types.is_list(kind) or pa.types.is_large_list(kind) or (
+            pa.types.is_fixed_size_list(kind)
+        ):
+            yield from timestamps(array.flatten())
+
+    try:
+        read = {unit: pq.read_table(file, columns=columns, coerce_int96_timestamp_unit=unit)
+                for unit in ("ns", "us")}
+    except pa.ArrowException:
+        # a file pyarrow cannot read so (two columns of one name, refused for that next; one
+        # it cannot read at all): DuckDB's read of it says what it reads (red team helper-83)
+        return None
+    for name in columns:
+        ns_chunks = read["ns"].column(name).chunks
+        us_chunks = read["us"].column(name).chunks
+        for ns_chunk, us_chunk in zip(ns_chunks, us_chunks, strict=True):
+            for ns, us in zip(timestamps(ns_chunk), timestamps(us_chunk), strict=True):
+                whole = pc.multiply(us.cast(pa.int64()), 1000)  # wraps, as the ns read does
+                rest = pc.subtract(ns.cast(pa.int64()), whole)
+                cut = pc.not_equal(rest, 0)
+                if pc.any(cut).as_py():
+                    at = pc.index(cut, True).as_py()
+                    return name, _timestamp_text(us.cast(pa.timestamp("us"))[at], rest[at].as_py())
+    return None
+
+
+def _timestamp_text(micros: Any, nanos: int) -> str:
+    """A microsecond timestamp (a pyarrow scalar) and its nanoseconds, as text; a time Python
+    cannot show (before the year 1: red team helper-83) as microseconds since 1970."""
+    try:
+        value = micros.as_py()
+    except (OverflowError, ValueError):
+        return f"{micros.cast('int64').as_py()} microseconds from 1970 and {nanos} nanoseconds"
+    return (
+        f"{value.year:04d}-{value.month:02d}-{value.day:02d} {value.hour:02d}:{value.minute:02d}:"
+        f"{value.second:02d}.{value.microsecond:06d}{nanos:03d}"
+    )
 
 
 def _file_name_column(by_file: dict) -> str:

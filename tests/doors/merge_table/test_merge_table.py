@@ -1270,3 +1270,35 @@ def test_a_retype_whose_cast_fails_on_a_value_is_refused_before_the_write(
     merge_table(con, pa.table({"id": [1], "v": [6]}), "converts", key_columns="id",
                 on_schema_change="sync_all_columns")
     assert con.execute("select * from converts").fetchall() == [(1, 6)]
+
+
+def test_decimals_duckdb_would_read_rounded_are_refused(con):
+    """A pandas column of Python Decimal objects that DuckDB reads rounded (1E-13 beside 29
+    digits as DECIMAL(38,9): 0; 45 digits as DOUBLE), and an Arrow decimal256 column, which
+    DuckDB does not read (its raw error named no column): refused naming the column, the table
+    as it was (red team helper-82)."""
+    from decimal import Decimal
+
+    import pandas as pd
+
+    con.execute("create table t as select 1::bigint as id, 1.5::decimal(38, 13) as v")
+    before = con.sql("select * from t").fetchall()
+    frame = pd.DataFrame({"id": [1, 2], "v": [Decimal("12345678901234567890123456789"),
+                                              Decimal("1E-13")]})
+    with pytest.raises(MergeError, match=(
+        r"the source's column 'v' holds Python Decimal values that DuckDB does not read exactly "
+        r"\(it picks one type for the column's objects, from a sample of its rows\): 1E-13 would "
+        r"be merged as another value\..* Nothing was changed\.$"
+    )):
+        merge_table(con, frame, "t", "id")
+    arrow = pa.table({"id": pa.array([1], pa.int64()),
+                      "v": pa.array([Decimal("2.5")], pa.decimal256(20, 3))})
+    with pytest.raises(MergeError, match=(
+        r"the source's column 'v' is an Arrow decimal256\(20, 3\), which DuckDB does not read\. "
+        r"Cast it to pa\.decimal128\(20, 3\), or to a string, first\. Nothing was changed\.$"
+    )):
+        merge_table(con, arrow, "t", "id")
+    assert con.sql("select * from t").fetchall() == before
+    exact = pd.DataFrame({"id": [1], "v": [Decimal("2.0000000001")]})
+    assert merge_table(con, exact, "t", "id").updated == 1
+    assert con.sql("select v from t").fetchall() == [(Decimal("2.0000000001"),)]
