@@ -287,6 +287,8 @@ def _source_reader(runner: DuckDBRunner, source: Any, prefix: str) -> duckdb.Duc
     __dbt_merge_source = source  # noqa: F841 (read below by DuckDB, by its name)
     try:
         relation = connection.sql(f"select * from {SOURCE_NAME}")
+        problem = decimal_objects_problem(
+            source, lambda name: [row[0] for row in relation.project(quote(name)).fetchall()])
     except duckdb.Error as error:
         if runner.translated(error) is not error:
             raise runner.translated(error) from error
@@ -296,8 +298,6 @@ def _source_reader(runner: DuckDBRunner, source: Any, prefix: str) -> duckdb.Duc
             "or polars DataFrame, a relation of this connection, or one SQL query. Nothing was "
             "changed."
         ) from None
-    problem = decimal_objects_problem(
-        source, lambda name: [row[0] for row in relation.project(quote(name)).fetchall()])
     if problem is not None:
         raise MergeError(prefix + f"the source's {problem}. Nothing was changed.")
     return relation

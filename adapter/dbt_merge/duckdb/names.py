@@ -25,7 +25,10 @@ name reads that table (`reads_table`).
 
 from __future__ import annotations
 
+import decimal
 import json
+import math
+import numbers
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -330,7 +333,15 @@ def arrow_decimal256_problem(source: Any) -> str | None:
         return None
     schema = getattr(source, "schema", None)
     if not isinstance(schema, pa.Schema):
-        return None
+        # a pandas DataFrame's ArrowDtype columns (red team helper-84)
+        dtypes = getattr(source, "dtypes", None)
+        arrow = [(name, getattr(dtype, "pyarrow_dtype", None))
+                 for name, dtype in (dtypes.items() if hasattr(dtypes, "items") else ())]
+        arrow = [pa.field(str(name), kind) for name, kind in arrow
+                 if isinstance(kind, pa.DataType)]
+        if not arrow:
+            return None
+        schema = pa.schema(arrow)
 
     def wide(kind) -> Any:
         if pa.types.is_decimal256(kind):
@@ -359,81 +370,103 @@ def arrow_decimal256_problem(source: Any) -> str | None:
 
 
 def decimal_objects_problem(source: Any, read_back: Any) -> str | None:
-    """Why a pandas DataFrame (or a subclass) is refused whose column holds Python Decimal
-    objects (at its top level, or inside lists and dicts) that DuckDB does not read exactly,
-    or None. DuckDB picks one type for a column of objects, from a sample of its rows (e.g.
-    DECIMAL(38,9) for 12345678901234567890123456789 and 1E-13, which reads 0; DECIMAL(4,1)[]
-    for lists of 0.001, 0.002, ...; DOUBLE once a value has more than 38 digits), and the merge
-    wrote the rounded values with success (red teams helper-82 and helper-83). The values
-    DuckDB reads (`read_back(name)`: DuckDB's values of that column, in any order) are compared
-    with the objects as a multiset, by their numbers: 1.50 and 1.5 are one value, NaN and None
-    one missing value."""
-    frame = _pandas_frame(source)
-    if frame is None or not frame.columns.is_unique:
-        return None  # duplicate names: refused as names (name_problem)
-    for name in frame.columns:
-        column = frame[name]
-        if column.dtype != object or not any(_holds_decimal(v) for v in column):
+    """Why a Python source is refused whose column of objects (a pandas DataFrame's, or a
+    subclass's; a dict of numpy arrays) holds Python Decimal objects (at its top level, or
+    inside lists, tuples, arrays and dicts) that DuckDB does not read exactly, or None. DuckDB
+    picks one type for a column of objects, from a sample of its rows (e.g. DECIMAL(38,9) for
+    12345678901234567890123456789 and 1E-13, which reads 0; DECIMAL(4,1)[] for lists of 0.001,
+    0.002, ...; DOUBLE once a value has more than 38 digits), and the merge wrote the rounded
+    values with success (red teams helper-82 and helper-83). The values DuckDB reads
+    (`read_back(name)`: DuckDB's values of that column, in any order) are compared with the
+    objects as a multiset, by their numbers (_number_key)."""
+    columns = _object_columns(source)
+    for name, values in columns:
+        if not any(map(_holds_decimal, values)):
             continue
-        given = Counter(_number_key(v) for v in column)
-        read = Counter(_number_key(v) for v in read_back(str(name)))
+        given = Counter(map(_number_key, values))
+        read = Counter(map(_number_key, read_back(str(name))))
         if given == read:
             continue
-        changed = next(v for v in column if _holds_decimal(v) and read[_number_key(v)] == 0)
+        changed = [v for v in values if read[_number_key(v)] == 0]
+        shown = next((_shown_value(v) for v in changed if _holds_decimal(v)), None)
+        if shown is None and changed:
+            shown = str(changed[0])
         return (
             f"column '{name}' holds Python Decimal values that DuckDB does not read exactly "
             f"(it picks one type for the column's objects, from a sample of its rows): "
-            f"{_shown_value(changed)} would be merged as another value. Give the column a "
+            f"{shown or 'a value'} would be merged as another value. Give the column a "
             "type that holds its values first (a pyarrow table with a pa.decimal128(precision, "
             "scale) column: 38 digits at most), or round the values"
         )
     return None
 
 
-def _pandas_frame(source: Any) -> Any:
-    """`source` when it is a pandas DataFrame (a subclass too), else None (pandas is only
-    looked at when something imported it)."""
+def _object_columns(source: Any) -> list[tuple[Any, Any]]:
+    """(name, values) of each column of Python objects DuckDB reads by looking at them: a
+    pandas DataFrame's (a subclass's too) of dtype object, and a dict's numpy arrays of dtype
+    object (DuckDB reads a dict of arrays as a table: red team helper-84). pandas is looked at
+    only when something imported it; duplicate names are left to name_problem."""
     import sys
 
     pandas = sys.modules.get("pandas")
-    return source if pandas is not None and isinstance(source, pandas.DataFrame) else None
+    if pandas is not None and isinstance(source, pandas.DataFrame):
+        if not source.columns.is_unique:
+            return []
+        return [(name, source[name]) for name in source.columns if source[name].dtype == object]
+    if isinstance(source, dict):
+        return [(name, values) for name, values in source.items()
+                if type(values).__name__ == "ndarray" and values.dtype == object]
+    return []
+
+
+#: Values that are no container and no Decimal: no need to look inside them.
+_PLAIN = (str, bytes, int, float, bool, type(None))
 
 
 def _holds_decimal(value: Any) -> bool:
-    import decimal
-
-    if isinstance(value, decimal.Decimal):
+    kind = type(value)
+    if kind is decimal.Decimal:
         return True
+    if kind in _PLAIN:
+        return False
     if isinstance(value, dict):
-        return any(_holds_decimal(v) for v in value.values())
-    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
-        return any(_holds_decimal(v) for v in value)
-    return False
+        return any(map(_holds_decimal, value.values()))
+    if kind.__name__ == "ndarray":
+        return value.dtype == object and any(map(_holds_decimal, value))
+    if isinstance(value, (list, tuple)):
+        return any(map(_holds_decimal, value))
+    return isinstance(value, decimal.Decimal)
 
 
 def _number_key(value: Any) -> Any:
-    """A value's identity as a number: Decimal, float, int and text that spells a number by
-    their exact value (trailing zeros aside), NaN and None as one missing value, lists and
-    dicts by their parts."""
-    import decimal
-    import math
-
+    """A value's identity as a number: Decimal, float, int (numpy's too) and text that spells
+    a number by their exact value (trailing zeros aside), NaN, None, pd.NA and NaT as one
+    missing value, lists and dicts by their parts."""
     if isinstance(value, str):  # DuckDB reads Decimals beside strings as text: '0.1'
         try:
             value = decimal.Decimal(value)
         except decimal.InvalidOperation:
             return ("other", "str", value)
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted(((str(k), _number_key(v)) for k, v in value.items()),
+                                     key=repr)))
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
+        return ("list", tuple(map(_number_key, value)))
+    if value is None or _is_missing(value):
         return ("missing",)
-    if isinstance(value, decimal.Decimal) and value.is_nan():
-        return ("missing",)
-    if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
-        if isinstance(value, float) and math.isinf(value):
+    if isinstance(value, bool):
+        return ("other", "bool", value)
+    if isinstance(value, numbers.Integral):
+        value = decimal.Decimal(int(value))
+    elif isinstance(value, numbers.Real) and not isinstance(value, decimal.Decimal):
+        value = float(value)
+        if math.isinf(value):
             return ("number", str(value))
-        number = decimal.Decimal(value)
-        if number.is_infinite():
-            return ("number", "inf" if number > 0 else "-inf")
-        sign, digits, exponent = number.as_tuple()
+        value = decimal.Decimal(value)
+    if isinstance(value, decimal.Decimal):
+        if value.is_infinite():
+            return ("number", "inf" if value > 0 else "-inf")
+        sign, digits, exponent = value.as_tuple()
         digits = list(digits)
         while len(digits) > 1 and digits[-1] == 0:
             digits.pop()
@@ -441,21 +474,41 @@ def _number_key(value: Any) -> Any:
         if digits == [0]:
             return ("number", 0)
         return ("number", sign, tuple(digits), exponent)
-    if isinstance(value, dict):
-        return ("dict", tuple(sorted((str(k), _number_key(v)) for k, v in value.items())))
-    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
-        return ("list", tuple(_number_key(v) for v in value))
     return ("other", type(value).__name__, str(value))
 
 
-def _shown_value(value: Any) -> str:
-    """A value (a Decimal, or a list or dict holding some) for a message: its first Decimal."""
-    import decimal
-
+def _is_missing(value: Any) -> bool:
+    """NaN (float's, numpy's, Decimal's), pandas' NA and NaT: what DuckDB reads as NULL or NaN."""
     if isinstance(value, decimal.Decimal):
+        return value.is_nan()
+    if isinstance(value, float) or type(value).__module__ == "numpy":
+        try:
+            return bool(value != value)  # NaN, numpy's NaT
+        except (TypeError, ValueError):
+            return False
+    return type(value).__name__ in ("NAType", "NaTType")
+
+
+def _shown_value(value: Any) -> str:
+    """A value (a Decimal, or a list or dict holding some) for a message: the Decimal in it
+    with the most places after the point, then the most digits (what a narrower type rounds
+    first: 0.001 beside 7.5)."""
+    leaves = list(_decimals_in(value))
+    if not leaves:  # only NaN or Infinity
         return str(value)
-    parts = value.values() if isinstance(value, dict) else value
-    return next(_shown_value(v) for v in parts if _holds_decimal(v))
+    return str(max(leaves, key=lambda d: (-d.as_tuple().exponent, len(d.as_tuple().digits))))
+
+
+def _decimals_in(value: Any) -> Any:
+    if isinstance(value, decimal.Decimal):
+        if value.is_finite():
+            yield value
+    elif isinstance(value, dict):
+        for inner in value.values():
+            yield from _decimals_in(inner)
+    elif isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
+        for inner in value:
+            yield from _decimals_in(inner)
 
 
 def case_twins_message(twins: tuple[str, str], where: str) -> str:

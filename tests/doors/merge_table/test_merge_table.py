@@ -1298,6 +1298,11 @@ def test_decimals_duckdb_would_read_rounded_are_refused(con):
         r"Cast it to pa\.decimal128\(20, 3\), or to a string, first\. Nothing was changed\.$"
     )):
         merge_table(con, arrow, "t", "id")
+    # DuckDB failing to read the objects it typed from its sample: the package's error, not
+    # DuckDB's raw TypeMismatchException (red team helper-84)
+    mixed = pd.DataFrame({"id": [1, 2], "v": pd.Series([Decimal("1"), True], dtype=object)})
+    with pytest.raises(MergeError, match=r"DuckDB cannot read the source \(DataFrame\): "):
+        merge_table(con, mixed, "t", "id")
     assert con.sql("select * from t").fetchall() == before
     exact = pd.DataFrame({"id": [1], "v": [Decimal("2.0000000001")]})
     assert merge_table(con, exact, "t", "id").updated == 1

@@ -462,9 +462,12 @@ class _Frame:
         ([Decimal("1.5")] * 2999 + [Decimal("0.001")], "0.001"),
         ([[Decimal("1.5")]] * 2999 + [[Decimal("0.001")]], "0.001"),
         ([{"a": Decimal("12345678901234567890123456789")}, {"a": Decimal("1E-13")}], "1E-13"),
+        ([[Decimal("1.5")]] * 2999 + [[Decimal("7.5"), Decimal("0.001")]], "0.001"),
+        ([Decimal("12345678901234567890123456789"), 1e-13], "12345678901234567890123456789"),
     ],
     ids=["wider together than 38 digits", "one value of 45 digits", "with a float",
-         "a row DuckDB's sample missed", "in lists", "in dicts"],
+         "a row DuckDB's sample missed", "in lists", "in dicts", "shown: the value rounded",
+         "beside a float: read as DOUBLE"],
 )
 @pytest.mark.parametrize("frame", ["pandas", "a subclass"])
 def test_pandas_decimals_that_duckdb_reads_rounded_are_refused(tmp_path, values, shown, frame):
@@ -493,6 +496,10 @@ def test_pandas_decimals_duckdb_reads_exactly_are_merged(tmp_path):
 
     frame = pd.DataFrame({
         "id": [1, 2, 3, 4],
+        # what DuckDB reads as NULL, and numpy's numbers, beside Decimals (red team helper-84:
+        # a raw StopIteration)
+        "missing": pd.Series([Decimal("1.5"), pd.NA, pd.NaT, None], dtype=object),
+        "numpy": pd.Series([Decimal("1.5"), np.int64(2), np.float32(2.5), None], dtype=object),
         "below_one": pd.Series([Decimal("-0.75"), Decimal("0.25"), None, Decimal("0.5")],
                                dtype=object),
         "zeros": pd.Series([Decimal("1.50"), Decimal("1.0000000001"), None, Decimal("2")],
@@ -503,7 +510,7 @@ def test_pandas_decimals_duckdb_reads_exactly_are_merged(tmp_path):
         "lists": pd.Series([[Decimal("0.001")], [], None, [Decimal("2")]], dtype=object),
     })
     run_merge(frame, tmp_path / "ds", "id", connection=duckdb.connect(), durable=False)
-    rows = {r[0]: r[1:] for r in dataset(tmp_path / "ds")[1]}
+    rows = {r[0]: r[3:] for r in dataset(tmp_path / "ds")[1]}
     assert rows[1][0] == Decimal("-0.75") and rows[2][0] == Decimal("0.25")
     assert rows[2][1] == Decimal("1.0000000001") and rows[1][1] == Decimal("1.5")
     assert rows[2][2] == 2.5 and rows[4][2] == -4
@@ -526,3 +533,23 @@ def test_int96_files_with_two_columns_of_one_name_are_refused_for_their_names(tm
         run_merge(pa.table({"id": pa.array([1], pa.int64())}), root, "id",
                   connection=duckdb.connect(), durable=False)
     assert fingerprint(root) == before
+
+
+def test_other_python_sources_of_decimal_objects_are_checked(tmp_path):
+    """A dict of numpy object arrays, which DuckDB reads as a table as it reads pandas, and a
+    pandas ArrowDtype decimal256 column (DuckDB's raw error named no column; red team
+    helper-84)."""
+    import pandas as pd
+
+    arrays = {"id": np.array([0, 1]),
+              "v": np.array([Decimal("12345678901234567890123456789"), Decimal("1E-13")],
+                            dtype=object)}
+    with pytest.raises(ParquetMergeError, match="the source's column 'v' holds Python Decimal "
+                       "values that DuckDB does not read exactly .*: 1E-13 would be merged"):
+        run_merge(arrays, tmp_path / "ds", "id", connection=duckdb.connect(), durable=False)
+    frame = pd.DataFrame({"id": [0], "v": pd.Series([Decimal("1.5")],
+                                                   dtype=pd.ArrowDtype(pa.decimal256(40, 2)))})
+    with pytest.raises(ParquetMergeError, match=r"the source's column 'v' is an Arrow "
+                       r"decimal256\(40, 2\), which DuckDB does not read"):
+        run_merge(frame, tmp_path / "ds", "id", connection=duckdb.connect(), durable=False)
+    assert not (tmp_path / "ds").exists()
