@@ -346,14 +346,13 @@ def arrow_decimal256_problem(source: Any) -> str | None:
     def wide(kind) -> Any:
         if pa.types.is_decimal256(kind):
             return kind
-        for child in ("value_type", "key_type", "item_type"):
-            inner = getattr(kind, child, None)
-            if isinstance(inner, pa.DataType) and wide(inner) is not None:
-                return wide(inner)
+        inner = [getattr(kind, child, None) for child in ("value_type", "key_type", "item_type")]
         if pa.types.is_struct(kind):
-            for index in range(kind.num_fields):
-                if wide(kind.field(index).type) is not None:
-                    return wide(kind.field(index).type)
+            inner += [kind.field(index).type for index in range(kind.num_fields)]
+        for child in inner:
+            found = wide(child) if isinstance(child, pa.DataType) else None
+            if found is not None:
+                return found
         return None
 
     for field in schema:

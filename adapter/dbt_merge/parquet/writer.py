@@ -187,15 +187,17 @@ class ParquetWriter:
         self, file_list: str, what: str, end: str
     ) -> dict[str, list[schema.FileColumn]]:
         """Each file's own top-level columns (a DuckDB list of paths or globs), in order. A
-        file that stores a DECIMAL of more than 38 digits (another tool's: pyarrow's decimal256)
-        is refused, naming `what` file: DuckDB reads it as DOUBLE, and the merge would write the
-        values rounded (into the dataset, or back into a file it rewrites), with no error."""
+        file that stores what DuckDB reads inexactly is refused, naming `what` file: a DECIMAL
+        of more than 38 digits (another tool's: pyarrow's decimal256), read as DOUBLE; INT96
+        timestamps with nanoseconds (_int96_nanoseconds), read to the microsecond. The merge
+        would write the values changed (into the dataset, or back into a file it rewrites),
+        with no error."""
         rows = self.s.query(
             f"select {schema.ELEMENT_COLUMNS}"
             f" from parquet_schema({file_list}) order by file_name, column_id"
         )[1]
         for file, column, element, field in schema.wide_decimals(rows)[:1]:
-            shown = os.path.relpath(file, self.root) if what.startswith("the dataset") else file
+            shown = self._shown_file(file, what)
             held = f"a field '{element.name}' of column '{column}'" if field else (
                 f"column '{column}'")
             self.fail(
@@ -208,7 +210,7 @@ class ParquetWriter:
         for file, columns in schema.int96_columns(rows).items():
             found = _int96_nanoseconds(file, columns)
             if found is not None:
-                shown = os.path.relpath(file, self.root) if what.startswith("the dataset") else file
+                shown = self._shown_file(file, what)
                 self.fail(
                     f"{what} {shown} stores column '{found[0]}' with INT96 timestamps (the "
                     "deprecated Parquet timestamp of Impala, Hive and older Spark), one of which "
@@ -219,9 +221,13 @@ class ParquetWriter:
                 )
         return schema.top_level_columns(rows)
 
+    def _shown_file(self, file: str, what: str) -> str:
+        """A file for a message: a dataset's relative to its root, a source file as given."""
+        return os.path.relpath(file, self.root) if what.startswith("the dataset") else file
+
     def _refuse_renamed_file_columns(self, by_file: dict, what: str, fix: str) -> None:
         for file, columns in by_file.items():
-            shown = os.path.relpath(file, self.root) if what.startswith("the dataset") else file
+            shown = self._shown_file(file, what)
             said = name_problem((c.name for c in columns), f"{what} {shown}")
             if said is not None:
                 self.fail(f"{said} in the file{fix}")
