@@ -776,3 +776,39 @@ def test_a_location_model_keeps_a_history(tmp_path, db):
         message
     ), message
     assert fingerprint(ds) == before
+
+
+def test_values_duckdb_reads_inexactly_in_a_location_dataset_are_refused(tmp_path, db):
+    """A `location` model's dataset holding another tool's file whose values DuckDB reads
+    inexactly (INT96 timestamps with nanoseconds; a DECIMAL of 50 digits): the run fails naming
+    the model, the file and the column, and the dataset is as it was; the model's own file
+    beside them merged before (red teams helper-82, helper-83)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ds = tmp_path / "events"
+    src = source(db, "events", "select range as id, range * 2 as w from range(3)")
+    cfg = {"strategy": "upsert", "unique_key": "id", "location": str(ds), "schema": SCHEMA}
+    proj = project(tmp_path, {"events": model_sql(cfg, f"select * from {src}")})
+    assert run_dbt(["run"], proj, "duckdb", PROFILES_DIR).success
+    nanos = pa.array(np.array(["2020-01-01T00:00:00.123456789"], "datetime64[ns]"),
+                     pa.timestamp("ns"))
+    pq.write_table(pa.table({"id": pa.array([7], pa.int64()), "w": pa.array([1], pa.int64()),
+                             "t": nanos}),
+                   ds / "impala.parquet", use_deprecated_int96_timestamps=True)
+    before = fingerprint(ds)
+    run = run_dbt(["run"], proj, "duckdb", PROFILES_DIR)
+    message = run.error("events")
+    assert "dbt_merge: model 'events':" in message
+    assert ("the dataset's file impala.parquet stores column 't' with INT96 timestamps"
+            in message and "(2020-01-01 00:00:00.123456789)" in message)
+    assert fingerprint(ds) == before
+    (ds / "impala.parquet").unlink()
+    pq.write_table(pa.table({"id": pa.array([8], pa.int64()), "w": pa.array([1], pa.int64()),
+                             "d": pa.array([1], pa.decimal256(50, 3))}),
+                   ds / "wide.parquet")
+    before = fingerprint(ds)
+    message = run_dbt(["run"], proj, "duckdb", PROFILES_DIR).error("events")
+    assert "the dataset's file wide.parquet stores column 'd' as DECIMAL(50,3)" in message
+    assert fingerprint(ds) == before
