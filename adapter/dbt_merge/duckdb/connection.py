@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -120,12 +121,19 @@ class DuckDBRunner:
       transaction (another call's COMMIT or ROLLBACK ends it).
     - Any of that, or a refusal, raises ConnectionInUse; rollback() waits while another call
       runs, and rolls back only the merge's own transaction.
+    - DuckDB runs every statement of a call but the last as one step, and may refuse the rest
+      of the call as busy after that step ran: a BEGIN or COMMIT that raised "busy" may have
+      run. So the merge's transaction holds a marker, a temporary table created with the
+      BEGIN (one step) and given a row with the COMMIT (one step); after a refusal, the marker
+      says what ran: absent, nothing of the merge is committed; present with its row and the
+      transaction over, the whole merge is. The marker is dropped once the transaction ends.
     """
 
     def __init__(self, con):
         self.con = con
         self._pending: list[str] = []
         self._transaction: int | None = None
+        self._marker: str | None = None  # the temporary table that says what ran (see class)
 
     def read(self, sql: str, params: list | None = None) -> list[tuple]:
         """The rows of a query (after the statements sent so far)."""
@@ -136,7 +144,8 @@ class DuckDBRunner:
         relation = self._call(lambda: self.con.sql(sql, params=params))
         if relation is None:
             return [], []
-        return list(relation.columns), self._call(relation.fetchall)
+        # columns may ask the engine too (a call another thread's can refuse as busy)
+        return self._call(lambda: (list(relation.columns), relation.fetchall()))
 
     def statement(self, sql: str) -> None:
         self._pending.append(sql)
@@ -159,10 +168,20 @@ class DuckDBRunner:
             raise
 
     def begin(self) -> None:
+        self._marker = f"dbt_merge_transaction_{uuid.uuid4().hex}"
+        script = (f"begin\n;\ncreate temporary table {quote(self._marker)} (committed boolean)"
+                  "\n;\nselect 1")
         try:
-            self._call(lambda: self.con.execute("begin"))
+            self._call(lambda: self.con.sql(script))  # all but the SELECT in one step, unread
         except duckdb.TransactionException as error:  # one began since in_transaction()
+            self._marker = None
             raise ConnectionInUse("another call began a transaction on it", "open") from error
+        except ConnectionInUse:
+            # refused as busy, maybe after its BEGIN ran (see class): end what it began
+            if self._marker_rows() not in ("absent", "unknown"):  # ours, or aborted: no use
+                self.rollback()
+            self._marker = None
+            raise
         try:
             self._transaction = self.read("select current_transaction_id()")[0][0]
         except BaseException:
@@ -170,14 +189,23 @@ class DuckDBRunner:
             raise
 
     def commit(self) -> None:
-        """Send the statements not sent yet and COMMIT, in one call."""
-        self._flush(["commit"])
+        """Send the statements not sent yet, mark the transaction and COMMIT, in one step. When
+        DuckDB refused the call as busy after that step ran, the merge is committed: return as
+        for a commit (ConnectionInUse otherwise)."""
+        self._pending.append(f"insert into {self._marker_name()} values (true)")
+        try:
+            self._flush(["commit"], step=True)
+        except ConnectionInUse:
+            if self._marker_rows() != [(True,)]:  # its row is there only if the step ran
+                raise
         self._transaction = None
+        self._drop_marker()
 
     def rollback(self, patience: float = 60.0) -> bool:
         """Roll the merge's transaction back (what it has not sent is dropped), waiting up to
-        `patience` seconds while another thread's call runs. False when the transaction is no
-        longer the merge's (another call ended it: nothing to roll back), or the wait ran out."""
+        `patience` seconds while another thread's call runs. True when nothing of the merge is
+        committed (its marker is gone: this rollback or another call's ended it); False when
+        another call committed a part of it, or the wait ran out."""
         self._pending = []
         deadline = time.monotonic() + patience
         script = self._guard() + "\n;\nrollback"
@@ -185,21 +213,29 @@ class DuckDBRunner:
             while True:
                 try:
                     self.con.execute(script)
-                    return True
+                    break
                 except duckdb.ResourceInUseException:
                     if time.monotonic() > deadline:
                         return False
                     time.sleep(0.002)
                 except duckdb.TransactionException as error:
                     if "aborted" not in str(error):
-                        return False  # no transaction: another call ended it
+                        break  # no transaction: another call ended it
                     script = "rollback"  # an aborted transaction runs nothing else, not the guard
                 except duckdb.InvalidInputException as error:
                     if _GUARD in str(error):
-                        return False
+                        break  # not the merge's transaction: another call ended it
                     raise
+            if self._marker is None:
+                return True
+            rows = self._marker_rows(patience)
+            if rows == "absent":
+                return True
+            self._drop_marker(patience)  # committed by another call, in part
+            return False
         finally:
             self._transaction = None
+            self._marker = None
 
     def load_relation(self, relation: Relation) -> Relation | None:
         """load_cached_relation: the relation as the catalog names it (table or view), or None."""
@@ -229,13 +265,20 @@ class DuckDBRunner:
         return (f"select error('{message}') where current_transaction_id() <> "
                 f"{int(self._transaction)}")
 
-    def _flush(self, tail: list[str] | tuple = ()) -> None:
+    def _flush(self, tail: list[str] | tuple = (), step: bool = False) -> None:
+        """Send the pending statements and `tail` in one call after the guard; with `step`,
+        all of them in its first step (see the class): a last SELECT, left unread, follows."""
         if not self._pending and not tail:
             return
         # a newline before each ';' ends a line comment the statement may end with
         script = "\n;\n".join([self._guard(), *self._pending, *tail])
         self._pending = []
-        self._call(lambda: self.con.execute(script))
+        if step:
+            # sql() runs all but the last statement now, and keeps the SELECT unread: no
+            # result of the merge is left on the connection (execute() would leave one)
+            self._call(lambda: self.con.sql(script + "\n;\nselect 1"))
+        else:
+            self._call(lambda: self.con.execute(script))
 
     def _call(self, call):
         try:
@@ -270,6 +313,46 @@ class DuckDBRunner:
             return ConnectionInUse("another call ended the merge's transaction (a COMMIT or "
                                    "ROLLBACK)")
         return error
+
+    def _marker_name(self) -> str:
+        return f"temp.main.{quote(self._marker)}"
+
+    def _marker_rows(self, patience: float = 60.0):
+        """The marker's rows as the connection sees them now (waiting while it is busy):
+        "absent" (not created, or rolled back), "aborted" (the connection's transaction is),
+        "unknown" (busy all along), else its rows."""
+        if self._marker is None:
+            return "absent"
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                return self.con.sql(f"select committed from {self._marker_name()}").fetchall()
+            except duckdb.CatalogException:
+                return "absent"
+            except duckdb.TransactionException as error:
+                return "aborted" if "aborted" in str(error) else "unknown"
+            except (duckdb.ResourceInUseException, duckdb.InterruptException):
+                if time.monotonic() > deadline:
+                    return "unknown"
+                time.sleep(0.002)
+
+    def _drop_marker(self, patience: float = 60.0) -> None:
+        """Drop the marker (committed with the merge's transaction), waiting while the
+        connection is busy; a marker is left only when it stays busy for `patience` seconds."""
+        if self._marker is None:
+            return
+        deadline = time.monotonic() + patience
+        while True:
+            try:
+                self.con.execute(f"drop table if exists {self._marker_name()}")
+                break
+            except (duckdb.ResourceInUseException, duckdb.InterruptException):
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.002)
+            except duckdb.TransactionException:
+                break  # another call's aborted transaction: its rollback drops nothing of ours
+        self._marker = None
 
     def _transaction_ended(self) -> bool:
         """Whether the connection is no longer in the merge's transaction (False when that
