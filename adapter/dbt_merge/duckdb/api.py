@@ -134,7 +134,8 @@ def merge_table(
                     runner.commit()
             except BaseException:
                 rolled_back = runner.rollback()
-                raise
+                if not runner.committed:  # the COMMIT refused as busy after it ran: merged
+                    raise
     except ConnectionInUse as error:
         raise MergeError(prefix + _in_use(error, began, rolled_back)) from None
     del reader  # what it registered is released with it
@@ -218,8 +219,8 @@ def _macros(
             "invocation_args_dict": {},
             "local_md5": lambda text: hashlib.md5(str(text).encode()).hexdigest(),
             "load_cached_relation": runner.load_relation,
-            "make_temp_relation": lambda base, suffix: Relation(
-                None, None, base.identifier + suffix, "view"
+            "make_temp_relation": lambda base, suffix: runner.work_relation(
+                Relation(None, None, base.identifier + suffix, "view")
             ),
             "should_full_refresh": lambda: bool(full_refresh),
             "api": SimpleNamespace(Column=SimpleNamespace(create=Column), Relation=Relation),

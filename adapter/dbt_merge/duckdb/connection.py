@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -91,6 +92,19 @@ class Column(render.Column):
         return quote(self.name)
 
 
+def _identifier(name: str) -> str:
+    """The table name of temp.main."<name>" (as quote() wrote it)."""
+    return name.split(".", 2)[2][1:-1].replace('""', '"')
+
+
+def _names_work_relation(text: str, work: list[str]) -> bool:
+    """Whether DuckDB's error `text` says a work relation of the merge does not exist: each
+    is created inside the merge's transaction and named for this merge alone, so another call
+    ended that transaction (and the statement ran outside it)."""
+    return "does not exist" in text and any(
+        f"name {_identifier(name)} does not exist" in text for name in work)
+
+
 class ConnectionInUse(Exception):
     """Another call used the merge's connection while the merge ran: DuckDB refused a call of the
     merge (the connection busy with another call, or holding another call's unfinished result),
@@ -123,17 +137,24 @@ class DuckDBRunner:
       runs, and rolls back only the merge's own transaction.
     - DuckDB runs every statement of a call but the last as one step, and may refuse the rest
       of the call as busy after that step ran: a BEGIN or COMMIT that raised "busy" may have
-      run. So the merge's transaction holds a marker, a temporary table created with the
-      BEGIN (one step) and given a row with the COMMIT (one step); after a refusal, the marker
-      says what ran: absent, nothing of the merge is committed; present with its row and the
-      transaction over, the whole merge is. The marker is dropped once the transaction ends.
+      run (another thread's interrupt() can stop a step in its middle: what it did stays in
+      the transaction). Two temporary tables tell: `pending`, created (committed) in the
+      BEGIN's step just before it, and `ours`, created inside the transaction; the COMMIT's
+      step drops both, then commits. After a refusal, the transaction rolled back (which
+      brings `pending` back if the step dropped it without committing): `pending` gone means
+      the COMMIT's step ran (the merge is committed whole); `pending` there, it did not, and
+      `ours` seen outside the transaction means another call committed a part of the merge.
+      A merge that commits leaves neither table; a rollback drops them after.
     """
 
     def __init__(self, con):
         self.con = con
         self._pending: list[str] = []
         self._transaction: int | None = None
-        self._marker: str | None = None  # the temporary table that says what ran (see class)
+        self._pending_table: str | None = None  # the two tables that say what ran (class)
+        self._ours_table: str | None = None
+        self._work: list[str] = []  # the names of the merge's work relations (temporary)
+        self.committed = False  # see rollback()
 
     def read(self, sql: str, params: list | None = None) -> list[tuple]:
         """The rows of a query (after the statements sent so far)."""
@@ -168,19 +189,24 @@ class DuckDBRunner:
             raise
 
     def begin(self) -> None:
-        self._marker = f"dbt_merge_transaction_{uuid.uuid4().hex}"
-        script = (f"begin\n;\ncreate temporary table {quote(self._marker)} (committed boolean)"
-                  "\n;\nselect 1")
+        mark = uuid.uuid4().hex
+        self._pending_table = f"temp.main.{quote('dbt_merge_pending_' + mark)}"
+        self._ours_table = f"temp.main.{quote('dbt_merge_transaction_' + mark)}"
         try:
-            self._call(lambda: self.con.sql(script))  # all but the SELECT in one step, unread
+            # one step: `pending` committed, BEGIN, `ours` inside the transaction
+            self._call(lambda: self._step([
+                f"create temporary table {self._pending_table} (x boolean)", "begin",
+                f"create temporary table {self._ours_table} (x boolean)"]))
         except duckdb.TransactionException as error:  # one began since in_transaction()
-            self._marker = None
+            # `pending` was created inside that transaction, which the failed BEGIN aborted
+            self._pending_table = self._ours_table = None
             raise ConnectionInUse("another call began a transaction on it", "open") from error
-        except ConnectionInUse:
-            # refused as busy, maybe after its BEGIN ran (see class): end what it began
-            if self._marker_rows() not in ("absent", "unknown"):  # ours, or aborted: no use
+        except ConnectionInUse as error:
+            # refused, maybe after the step ran (see class): end what it began (a transaction
+            # open before it, error.reason "open", is the caller's: left as it is)
+            if error.reason != "open" and self._exists(self._pending_table) is not False:
                 self.rollback()
-            self._marker = None
+            self._pending_table = self._ours_table = None
             raise
         try:
             self._transaction = self.read("select current_transaction_id()")[0][0]
@@ -189,53 +215,78 @@ class DuckDBRunner:
             raise
 
     def commit(self) -> None:
-        """Send the statements not sent yet, mark the transaction and COMMIT, in one step. When
-        DuckDB refused the call as busy after that step ran, the merge is committed: return as
-        for a commit (ConnectionInUse otherwise)."""
-        self._pending.append(f"insert into {self._marker_name()} values (true)")
-        try:
-            self._flush(["commit"], step=True)
-        except ConnectionInUse:
-            if self._marker_rows() != [(True,)]:  # its row is there only if the step ran
-                raise
+        """Send the statements not sent yet, drop the two tables and COMMIT, in one step.
+        ConnectionInUse when DuckDB refused or interrupted it: rollback() then tells whether
+        the step ran (`committed`)."""
+        self._pending += [f"drop table {self._pending_table}", f"drop table {self._ours_table}"]
+        self._flush(["commit"], step=True)
         self._transaction = None
-        self._drop_marker()
+        self._pending_table = self._ours_table = None
 
     def rollback(self, patience: float = 60.0) -> bool:
         """Roll the merge's transaction back (what it has not sent is dropped), waiting up to
-        `patience` seconds while another thread's call runs. True when nothing of the merge is
-        committed (its marker is gone: this rollback or another call's ended it); False when
-        another call committed a part of it, or the wait ran out."""
+        `patience` seconds while another thread's call runs, then drop its two tables. True
+        when nothing of the merge is committed. False otherwise: `committed` is set when the
+        COMMIT's step ran after all (the merge is committed whole: `pending`, which a rollback
+        brings back, is gone); else another call committed a part of it (`ours` is there
+        outside the transaction), or it cannot be told (the wait ran out)."""
         self._pending = []
         deadline = time.monotonic() + patience
-        script = self._guard() + "\n;\nrollback"
+        guard: str | None = self._guard()
+        began = self._transaction is not None
+        # the merge's transaction still open (or never begun): the COMMIT's step did not
+        # commit, and the rollback drops `pending` in its own step (no other call between)
+        uncommitted = not began or self._is_ours(deadline)
+        drop = [f"drop table if exists {self._pending_table}"] \
+            if uncommitted and self._pending_table else []
         try:
             while True:
                 try:
-                    self.con.execute(script)
+                    self._step(([guard] if guard else []) + ["rollback", *drop],
+                               replace_result=True)
                     break
-                except duckdb.ResourceInUseException:
+                except (duckdb.ResourceInUseException, duckdb.InterruptException):
                     if time.monotonic() > deadline:
                         return False
                     time.sleep(0.002)
                 except duckdb.TransactionException as error:
                     if "aborted" not in str(error):
                         break  # no transaction: another call ended it
-                    script = "rollback"  # an aborted transaction runs nothing else, not the guard
+                    if guard is None:
+                        return False  # aborted again and again: cannot be told
+                    guard = None  # an aborted transaction runs nothing but its rollback
                 except duckdb.InvalidInputException as error:
                     if _GUARD in str(error):
                         break  # not the merge's transaction: another call ended it
                     raise
-            if self._marker is None:
+            if self._ours_table is None:
                 return True
-            rows = self._marker_rows(patience)
-            if rows == "absent":
+            pending = self._exists(self._pending_table, patience)
+            if pending is None:
+                return False
+            if not pending and not uncommitted:
+                # only the COMMIT's step drops it outside a rollback (one that ran in part
+                # and was interrupted is rolled back above, which brings it back)
+                self.committed = True
+                return False
+            if pending:
+                self._drop(self._pending_table, patience)
+            ours = self._exists(self._ours_table, patience)
+            if ours is False:
                 return True
-            self._drop_marker(patience)  # committed by another call, in part
+            # another call committed a part of the merge: its work relations too, maybe
+            for table in [self._ours_table, *self._work]:
+                self._drop(table, patience)
             return False
         finally:
             self._transaction = None
-            self._marker = None
+            self._pending_table = self._ours_table = None
+
+    def work_relation(self, relation: Relation) -> Relation:
+        """make_temp_relation's answer, noted: a rollback that finds a part of the merge
+        committed by another call drops the work relations too."""
+        self._work.append(f"temp.main.{quote(relation.identifier)}")
+        return relation
 
     def load_relation(self, relation: Relation) -> Relation | None:
         """load_cached_relation: the relation as the catalog names it (table or view), or None."""
@@ -274,9 +325,7 @@ class DuckDBRunner:
         script = "\n;\n".join([self._guard(), *self._pending, *tail])
         self._pending = []
         if step:
-            # sql() runs all but the last statement now, and keeps the SELECT unread: no
-            # result of the merge is left on the connection (execute() would leave one)
-            self._call(lambda: self.con.sql(script + "\n;\nselect 1"))
+            self._call(lambda: self._step([script]))
         else:
             self._call(lambda: self.con.execute(script))
 
@@ -305,7 +354,8 @@ class DuckDBRunner:
         if isinstance(error, duckdb.InvalidInputException) and _GUARD in text:
             return ConnectionInUse("another call ended the merge's transaction (a COMMIT or "
                                    "ROLLBACK)")
-        if self._transaction is not None and self._transaction_ended():
+        if self._transaction is not None and (
+                _names_work_relation(text, self._work) or self._transaction_ended()):
             # a query sent with nothing pending carries no guard: another thread's ROLLBACK
             # (of the abort its own failed BEGIN caused) ended the merge's transaction, and the
             # query then ran outside it, where the work relations are gone ("Table with name
@@ -314,45 +364,73 @@ class DuckDBRunner:
                                    "ROLLBACK)")
         return error
 
-    def _marker_name(self) -> str:
-        return f"temp.main.{quote(self._marker)}"
+    def _step(self, statements: list[str], replace_result: bool = False) -> None:
+        """Run `statements` as one step of one call (see the class), through sql(), which
+        leaves no result on the connection: a last SELECT follows, unread. `replace_result`:
+        where another call's unfinished result makes sql() refuse, run them through
+        execute(), which replaces that result (a rollback must run)."""
+        try:
+            self.con.sql("\n;\n".join([*statements, "select 1"]))
+        except duckdb.ResourceInUseException as error:
+            if not (replace_result and "unfinished result" in str(error)):
+                raise
+            # no SELECT last: execute() would leave its result on the connection
+            self.con.execute("\n;\n".join(statements))
 
-    def _marker_rows(self, patience: float = 60.0):
-        """The marker's rows as the connection sees them now (waiting while it is busy):
-        "absent" (not created, or rolled back), "aborted" (the connection's transaction is),
-        "unknown" (busy all along), else its rows."""
-        if self._marker is None:
-            return "absent"
+    def _is_ours(self, deadline: float) -> bool:
+        """Whether the connection is in the merge's transaction now (waiting while it is
+        busy, until `deadline`); False when that cannot be told."""
+        while True:
+            try:
+                return self.con.sql("select current_transaction_id()").fetchall()[0][0] \
+                    == self._transaction
+            except (duckdb.ResourceInUseException, duckdb.InterruptException) as error:
+                if "unfinished result" in str(error) or time.monotonic() > deadline:
+                    return False
+                time.sleep(0.002)
+            except duckdb.Error:
+                return False
+
+    def _exists(self, table: str | None, patience: float = 60.0) -> bool | None:
+        """Whether the connection sees `table` now, waiting while it is busy; None when that
+        cannot be told (busy all along, or another call's unfinished result). An aborted
+        transaction, which reads nothing, is rolled back first: nothing of it can commit."""
+        if table is None:
+            return False
         deadline = time.monotonic() + patience
         while True:
             try:
-                return self.con.sql(f"select committed from {self._marker_name()}").fetchall()
+                self.con.sql(f"select count(*) from {table}").fetchall()
+                return True
             except duckdb.CatalogException:
-                return "absent"
+                return False
             except duckdb.TransactionException as error:
-                return "aborted" if "aborted" in str(error) else "unknown"
-            except (duckdb.ResourceInUseException, duckdb.InterruptException):
-                if time.monotonic() > deadline:
-                    return "unknown"
-                time.sleep(0.002)
+                if "aborted" not in str(error):
+                    return None
+                with contextlib.suppress(duckdb.Error):
+                    self._step(["rollback"])
+            except (duckdb.ResourceInUseException, duckdb.InterruptException) as error:
+                if "unfinished result" in str(error) or time.monotonic() > deadline:
+                    return None
+            time.sleep(0.002)
 
-    def _drop_marker(self, patience: float = 60.0) -> None:
-        """Drop the marker (committed with the merge's transaction), waiting while the
-        connection is busy; a marker is left only when it stays busy for `patience` seconds."""
-        if self._marker is None:
-            return
+    def _drop(self, table: str, patience: float = 60.0) -> None:
+        """Drop `table` (a temporary table or view of the merge; cleanup after a failure),
+        waiting while the connection is busy; left only when it stays busy for `patience`
+        seconds, or another call's transaction holds the connection."""
         deadline = time.monotonic() + patience
         while True:
             try:
-                self.con.execute(f"drop table if exists {self._marker_name()}")
-                break
-            except (duckdb.ResourceInUseException, duckdb.InterruptException):
-                if time.monotonic() > deadline:
-                    break
+                kind = self.con.sql("select 'view' from duckdb_views() where temporary and "
+                                    "view_name = ?", params=[_identifier(table)]).fetchall()
+                self._step([f"drop {kind[0][0] if kind else 'table'} if exists {table}"])
+                return
+            except (duckdb.ResourceInUseException, duckdb.InterruptException) as error:
+                if "unfinished result" in str(error) or time.monotonic() > deadline:
+                    return
                 time.sleep(0.002)
-            except duckdb.TransactionException:
-                break  # another call's aborted transaction: its rollback drops nothing of ours
-        self._marker = None
+            except duckdb.Error:
+                return
 
     def _transaction_ended(self) -> bool:
         """Whether the connection is no longer in the merge's transaction (False when that

@@ -1400,3 +1400,119 @@ def test_a_begin_refused_as_busy_leaves_no_transaction(con, ran):
     assert busy.refused == 1
     assert _rows(con) == TARGET and _state(con) == before
     assert merge_table(con, _source(con), "analytics.t", "id").inserted == 1
+
+
+class _Interleaved:
+    """The caller's connection, with another thread's calls played at chosen points of the
+    merge's: `hooks` are (when, which call, what the other thread runs); "before"/"after" the
+    merge's call whose script holds `which`; an action returning "busy" makes DuckDB's refusal
+    of the merge's call follow (after it ran, for "after"). Deterministic: each hook once."""
+
+    def __init__(self, con, hooks):
+        self._con, self._hooks = con, list(hooks)
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+    def _run(self, call, query, *args, **kwargs):
+        def play(when):
+            for hook in [h for h in self._hooks if h[0] == when and isinstance(query, str)
+                         and h[1] in query.lower()]:
+                self._hooks.remove(hook)
+                if hook[2](self._con) == "busy":
+                    raise duckdb.ResourceInUseException(
+                        "Resource In Use Error: connection is busy with another call")
+        play("before")
+        result = call(query, *args, **kwargs)
+        play("after")
+        return result
+
+    def sql(self, query, *args, **kwargs):
+        return self._run(self._con.sql, query, *args, **kwargs)
+
+    def execute(self, query, *args, **kwargs):
+        return self._run(self._con.execute, query, *args, **kwargs)
+
+
+def _runs(*statements, then=None):
+    """What the other thread runs: `statements`, each allowed to fail; then `then`."""
+    def act(con):
+        for statement in statements:
+            with contextlib.suppress(duckdb.Error):
+                con.execute(statement).fetchall()
+        return then
+    return act
+
+
+_COMMIT_STEP = "\n;\ncommit\n;\nselect 1"
+#: red team 85's interleavings: name -> (hooks, the outcome: "merged" or the message's end)
+_INTERLEAVINGS = {
+    # the COMMIT's step ran, DuckDB refused the rest; meanwhile the other thread's own
+    # transaction began (and aborted): merged, and said so (before: "had not run")
+    "commit_ran_then_other_aborted": (
+        [("after", _COMMIT_STEP, _runs("begin", "select error('x')", then="busy"))], "merged"),
+    "commit_ran_then_other_began": (
+        [("after", _COMMIT_STEP, _runs("begin", then="busy"))], "merged"),
+    # another thread's COMMIT ends the merge's transaction before its last step: a part of
+    # the merge is committed, and said so; its work tables are not left (before: they were)
+    "other_commit_mid_merge": (
+        [("before", _COMMIT_STEP, _runs("commit"))], "The merge stopped without a rollback"),
+    "other_rollback_mid_merge": (
+        [("before", _COMMIT_STEP, _runs("rollback"))], "nothing of it was written."),
+    # the BEGIN's step ran, refused; the other thread's insert ran inside it
+    "begin_ran_then_other_wrote": (
+        [("after", "\n;\nbegin\n;\n", _runs("insert into analytics.t values (9, 'x', 9)",
+                                           then="busy"))], "Nothing was changed."),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_INTERLEAVINGS))
+def test_another_threads_calls_between_the_merges(con, case):
+    """Each outcome true of the table, and nothing of the merge left: no transaction of its,
+    no temporary table (the other thread's own open transaction is its to end)."""
+    hooks, outcome = _INTERLEAVINGS[case]
+    source = _table_source(con)
+    before = _state(con)
+    try:
+        result = merge_table(_Interleaved(con, hooks), source, "analytics.t", "id")
+    except MergeError as error:
+        assert outcome != "merged" and outcome in str(error), str(error)
+        if "nothing" in outcome.lower():
+            assert _rows(con) == TARGET
+    else:
+        assert outcome == "merged"
+        assert result.as_dict() == {"inserted": 1, "updated": 1, "deleted": 0, "unchanged": 1,
+                                    "total": 4}
+    with contextlib.suppress(duckdb.TransactionException):
+        con.rollback()  # the other thread's, where it began one
+    if outcome == "merged":
+        assert _rows(con) == EXPECTED["upsert"][0]
+    assert _state(con) == before
+
+
+def test_another_threads_interrupt_of_the_rollback(con):
+    """Another thread's interrupt() lands on the merge's rollback (a dry run's end): the
+    rollback is made again. Before: DuckDB's raw InterruptException, and work tables left."""
+    def interrupt(con):
+        raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+    source = _table_source(con)
+    before = _state(con)
+    result = merge_table(_Interleaved(con, [("before", "rollback", interrupt)]), source,
+                         "analytics.t", "id", dry_run=True)
+    assert result.dry_run and result.inserted == 1
+    assert _rows(con) == TARGET and _state(con) == before
+
+
+def test_another_threads_unfinished_result_before_the_commit(con):
+    """Another thread's execute() leaves a result unread just before the merge's last step:
+    refused at once (before: after a minute's wait), rolled back, said so."""
+    held = {}
+
+    def leave(con):
+        held["result"] = con.execute("select * from range(5)")
+    source = _table_source(con)
+    before = _state(con)
+    with pytest.raises(MergeError, match="The merge was rolled back: nothing of it was written"):
+        merge_table(_Interleaved(con, [("before", _COMMIT_STEP, leave)]), source,
+                    "analytics.t", "id")
+    assert _rows(con) == TARGET and _state(con) == before
