@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -92,9 +93,9 @@ class Column(render.Column):
         return quote(self.name)
 
 
-def _identifier(name: str) -> str:
-    """The table name of temp.main."<name>" (as quote() wrote it)."""
-    return name.split(".", 2)[2][1:-1].replace('""', '"')
+def _temporary(name: str) -> str:
+    """A temporary table or view of this connection, by its name, qualified."""
+    return f"temp.main.{quote(name)}"
 
 
 def _names_work_relation(text: str, work: list[str]) -> bool:
@@ -102,7 +103,24 @@ def _names_work_relation(text: str, work: list[str]) -> bool:
     is created inside the merge's transaction and named for this merge alone, so another call
     ended that transaction (and the statement ran outside it)."""
     return "does not exist" in text and any(
-        f"name {_identifier(name)} does not exist" in text for name in work)
+        f"name {name} does not exist" in text for name in work)
+
+
+#: DuckDB's refusals that end once the other call does: waited out (see _patiently).
+_BUSY = (duckdb.ResourceInUseException, duckdb.InterruptException)
+
+
+def _patiently(call, deadline: float):
+    """call(), again while DuckDB refuses it because another call is running (or
+    interrupted it), until `deadline`; that refusal raised when the wait runs out, or at once
+    when it is another call's unread result (which waiting does not end)."""
+    while True:
+        try:
+            return call()
+        except _BUSY as error:
+            if "unfinished result" in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.002)
 
 
 class ConnectionInUse(Exception):
@@ -151,9 +169,11 @@ class DuckDBRunner:
         self.con = con
         self._pending: list[str] = []
         self._transaction: int | None = None
-        self._pending_table: str | None = None  # the two tables that say what ran (class)
+        # the names of the two temporary tables that say what ran (see the class), and of the
+        # merge's work relations (temporary too)
+        self._pending_table: str | None = None
         self._ours_table: str | None = None
-        self._work: list[str] = []  # the names of the merge's work relations (temporary)
+        self._work: list[str] = []
         self.committed = False  # see rollback()
 
     def read(self, sql: str, params: list | None = None) -> list[tuple]:
@@ -190,13 +210,13 @@ class DuckDBRunner:
 
     def begin(self) -> None:
         mark = uuid.uuid4().hex
-        self._pending_table = f"temp.main.{quote('dbt_merge_pending_' + mark)}"
-        self._ours_table = f"temp.main.{quote('dbt_merge_transaction_' + mark)}"
+        self._pending_table = f"dbt_merge_pending_{mark}"
+        self._ours_table = f"dbt_merge_transaction_{mark}"
         try:
             # one step: `pending` committed, BEGIN, `ours` inside the transaction
             self._call(lambda: self._step([
-                f"create temporary table {self._pending_table} (x boolean)", "begin",
-                f"create temporary table {self._ours_table} (x boolean)"]))
+                f"create temporary table {_temporary(self._pending_table)} (x boolean)",
+                "begin", f"create temporary table {_temporary(self._ours_table)} (x boolean)"]))
         except duckdb.TransactionException as error:  # one began since in_transaction()
             # `pending` was created inside that transaction, which the failed BEGIN aborted
             self._pending_table = self._ours_table = None
@@ -218,7 +238,8 @@ class DuckDBRunner:
         """Send the statements not sent yet, drop the two tables and COMMIT, in one step.
         ConnectionInUse when DuckDB refused or interrupted it: rollback() then tells whether
         the step ran (`committed`)."""
-        self._pending += [f"drop table {self._pending_table}", f"drop table {self._ours_table}"]
+        self._pending += [f"drop table {_temporary(table)}"
+                          for table in (self._pending_table, self._ours_table)]
         self._flush(["commit"], step=True)
         self._transaction = None
         self._pending_table = self._ours_table = None
@@ -236,19 +257,18 @@ class DuckDBRunner:
         began = self._transaction is not None
         # the merge's transaction still open (or never begun): the COMMIT's step did not
         # commit, and the rollback drops `pending` in its own step (no other call between)
-        uncommitted = not began or self._is_ours(deadline)
-        drop = [f"drop table if exists {self._pending_table}"] \
+        uncommitted = not began or self._current_transaction(deadline) == self._transaction
+        drop = [f"drop table if exists {_temporary(self._pending_table)}"] \
             if uncommitted and self._pending_table else []
         try:
             while True:
                 try:
-                    self._step(([guard] if guard else []) + ["rollback", *drop],
-                               replace_result=True)
+                    statements = ([guard] if guard else []) + ["rollback", *drop]
+                    _patiently(functools.partial(self._step, statements, replace_result=True),
+                               deadline)
                     break
-                except (duckdb.ResourceInUseException, duckdb.InterruptException):
-                    if time.monotonic() > deadline:
-                        return False
-                    time.sleep(0.002)
+                except _BUSY:
+                    return False
                 except duckdb.TransactionException as error:
                     if "aborted" not in str(error):
                         break  # no transaction: another call ended it
@@ -285,7 +305,7 @@ class DuckDBRunner:
     def work_relation(self, relation: Relation) -> Relation:
         """make_temp_relation's answer, noted: a rollback that finds a part of the merge
         committed by another call drops the work relations too."""
-        self._work.append(f"temp.main.{quote(relation.identifier)}")
+        self._work.append(relation.identifier)
         return relation
 
     def load_relation(self, relation: Relation) -> Relation | None:
@@ -377,66 +397,52 @@ class DuckDBRunner:
             # no SELECT last: execute() would leave its result on the connection
             self.con.execute("\n;\n".join(statements))
 
-    def _is_ours(self, deadline: float) -> bool:
-        """Whether the connection is in the merge's transaction now (waiting while it is
-        busy, until `deadline`); False when that cannot be told."""
-        while True:
-            try:
-                return self.con.sql("select current_transaction_id()").fetchall()[0][0] \
-                    == self._transaction
-            except (duckdb.ResourceInUseException, duckdb.InterruptException) as error:
-                if "unfinished result" in str(error) or time.monotonic() > deadline:
-                    return False
-                time.sleep(0.002)
-            except duckdb.Error:
-                return False
+    def _current_transaction(self, deadline: float) -> int | None:
+        """The id of the connection's transaction now (waiting while it is busy, until
+        `deadline`); None when that cannot be told (busy, aborted, an unread result)."""
+        try:
+            return _patiently(
+                lambda: self.con.sql("select current_transaction_id()").fetchall()[0][0],
+                deadline)
+        except duckdb.Error:
+            return None
 
     def _exists(self, table: str | None, patience: float = 60.0) -> bool | None:
-        """Whether the connection sees `table` now, waiting while it is busy; None when that
-        cannot be told (busy all along, or another call's unfinished result). An aborted
-        transaction, which reads nothing, is rolled back first: nothing of it can commit."""
+        """Whether the connection sees the temporary `table` now, waiting while it is busy;
+        None when that cannot be told (busy all along, or another call's unfinished result).
+        An aborted transaction, which reads nothing, is rolled back first: nothing of it can
+        commit."""
         if table is None:
             return False
         deadline = time.monotonic() + patience
+        query = f"select count(*) from {_temporary(table)}"
         while True:
             try:
-                self.con.sql(f"select count(*) from {table}").fetchall()
+                _patiently(lambda: self.con.sql(query).fetchall(), deadline)
                 return True
             except duckdb.CatalogException:
                 return False
+            except _BUSY:
+                return None
             except duckdb.TransactionException as error:
-                if "aborted" not in str(error):
+                if "aborted" not in str(error) or time.monotonic() > deadline:
                     return None
                 with contextlib.suppress(duckdb.Error):
                     self._step(["rollback"])
-            except (duckdb.ResourceInUseException, duckdb.InterruptException) as error:
-                if "unfinished result" in str(error) or time.monotonic() > deadline:
-                    return None
-            time.sleep(0.002)
 
     def _drop(self, table: str, patience: float = 60.0) -> None:
-        """Drop `table` (a temporary table or view of the merge; cleanup after a failure),
-        waiting while the connection is busy; left only when it stays busy for `patience`
-        seconds, or another call's transaction holds the connection."""
-        deadline = time.monotonic() + patience
-        while True:
-            try:
-                kind = self.con.sql("select 'view' from duckdb_views() where temporary and "
-                                    "view_name = ?", params=[_identifier(table)]).fetchall()
-                self._step([f"drop {kind[0][0] if kind else 'table'} if exists {table}"])
-                return
-            except (duckdb.ResourceInUseException, duckdb.InterruptException) as error:
-                if "unfinished result" in str(error) or time.monotonic() > deadline:
-                    return
-                time.sleep(0.002)
-            except duckdb.Error:
-                return
+        """Drop the temporary `table` or view of the merge (cleanup after a failure), waiting
+        while the connection is busy; left only when it stays busy for `patience` seconds, or
+        another call's transaction or unread result holds the connection."""
+        def drop() -> None:
+            kind = self.con.sql("select 'view' from duckdb_views() where temporary and "
+                                "view_name = ?", params=[table]).fetchall()
+            self._step([f"drop {kind[0][0] if kind else 'table'} if exists {_temporary(table)}"])
+        with contextlib.suppress(duckdb.Error):
+            _patiently(drop, time.monotonic() + patience)
 
     def _transaction_ended(self) -> bool:
         """Whether the connection is no longer in the merge's transaction (False when that
         cannot be told: the connection busy or its transaction aborted)."""
-        try:
-            now = self.con.sql("select current_transaction_id()").fetchall()[0][0]
-        except duckdb.Error:
-            return False
-        return now != self._transaction
+        now = self._current_transaction(deadline=0.0)  # asked once, not waited for
+        return now is not None and now != self._transaction
