@@ -1334,74 +1334,6 @@ def _table_source(con) -> str:
     return "select * from analytics.src"
 
 
-class _BusyAfter:
-    """The caller's connection, but DuckDB refuses, as busy, the one call of the merge whose
-    script holds `statement`: after its first step ran (`ran`), or before anything of it did.
-    DuckDB does both when another thread's call comes in between (see
-    test_merges_while_another_thread_uses_the_connection); here at a chosen call, every time."""
-
-    def __init__(self, con, statement: str, ran: bool):
-        self._con, self._statement, self._ran, self.refused = con, statement, ran, 0
-
-    def __getattr__(self, name):
-        return getattr(self._con, name)
-
-    def _refusing(self, call, query, *args, **kwargs):
-        if isinstance(query, str) and self._statement in query.lower().split("\n;\n") \
-                and not self.refused:
-            self.refused += 1
-            if self._ran:
-                call(query, *args, **kwargs)
-            raise duckdb.ResourceInUseException("Resource In Use Error: connection is busy with "
-                                                "another call")
-        return call(query, *args, **kwargs)
-
-    def sql(self, query, *args, **kwargs):
-        return self._refusing(self._con.sql, query, *args, **kwargs)
-
-    def execute(self, query, *args, **kwargs):
-        return self._refusing(self._con.execute, query, *args, **kwargs)
-
-
-@pytest.mark.parametrize("ran", [True, False], ids=["after_it_ran", "before"])
-def test_a_commit_refused_as_busy_reports_what_happened(con, ran):
-    """A COMMIT DuckDB refused as busy after it ran: the merge is committed, and merge_table
-    returns its statistics. Before: it raised "The merge stopped without a rollback ... the
-    merge's COMMIT ... had not run" over a committed merge. Refused before it ran: rolled back,
-    and said so."""
-    source = _table_source(con)
-    before = _state(con)
-    busy = _BusyAfter(con, "commit", ran)
-    if ran:
-        result = merge_table(busy, source, "analytics.t", "id")
-        assert result.as_dict() == {"inserted": 1, "updated": 1, "deleted": 0, "unchanged": 1,
-                                    "total": 4}
-        assert _rows(con) == EXPECTED["upsert"][0]
-    else:
-        with pytest.raises(MergeError, match="The merge was rolled back: nothing of it was "
-                                             "written"):
-            merge_table(busy, source, "analytics.t", "id")
-        assert _rows(con) == TARGET
-    assert busy.refused == 1
-    assert _state(con) == before  # no transaction, no marker table left
-
-
-@pytest.mark.parametrize("ran", [True, False], ids=["after_it_ran", "before"])
-def test_a_begin_refused_as_busy_leaves_no_transaction(con, ran):
-    """A BEGIN DuckDB refused as busy after it ran: the merge is refused and ends the
-    transaction it began. Before: the transaction stayed open, and every later merge on the
-    connection was refused ("has a transaction open")."""
-    source = _table_source(con)
-    before = _state(con)
-    busy = _BusyAfter(con, "begin", ran)
-    with pytest.raises(MergeError, match="another thread is using this connection .* Nothing "
-                                         "was changed"):
-        merge_table(busy, source, "analytics.t", "id")
-    assert busy.refused == 1
-    assert _rows(con) == TARGET and _state(con) == before
-    assert merge_table(con, _source(con), "analytics.t", "id").inserted == 1
-
-
 class _Interleaved:
     """The caller's connection, with another thread's calls played at chosen points of the
     merge's: `hooks` are (when, which call, what the other thread runs); "before"/"after" the
@@ -1409,16 +1341,16 @@ class _Interleaved:
     of the merge's call follow (after it ran, for "after"). Deterministic: each hook once."""
 
     def __init__(self, con, hooks):
-        self._con, self._hooks = con, list(hooks)
+        self._con, self.hooks = con, list(hooks)  # those not played yet
 
     def __getattr__(self, name):
         return getattr(self._con, name)
 
     def _run(self, call, query, *args, **kwargs):
         def play(when):
-            for hook in [h for h in self._hooks if h[0] == when and isinstance(query, str)
+            for hook in [h for h in self.hooks if h[0] == when and isinstance(query, str)
                          and h[1] in query.lower()]:
-                self._hooks.remove(hook)
+                self.hooks.remove(hook)
                 if hook[2](self._con) == "busy":
                     raise duckdb.ResourceInUseException(
                         "Resource In Use Error: connection is busy with another call")
@@ -1444,7 +1376,50 @@ def _runs(*statements, then=None):
     return act
 
 
+#: the merge's COMMIT step and BEGIN step, as their scripts hold them
 _COMMIT_STEP = "\n;\ncommit\n;\nselect 1"
+_BEGIN_STEP = "\n;\nbegin\n;\n"
+@pytest.mark.parametrize("ran", [True, False], ids=["after_it_ran", "before"])
+def test_a_commit_refused_as_busy_reports_what_happened(con, ran):
+    """A COMMIT DuckDB refused as busy after it ran: the merge is committed, and merge_table
+    returns its statistics. Before: it raised "The merge stopped without a rollback ... the
+    merge's COMMIT ... had not run" over a committed merge. Refused before it ran: rolled back,
+    and said so."""
+    source = _table_source(con)
+    before = _state(con)
+    busy = _Interleaved(con, [("after" if ran else "before", _COMMIT_STEP,
+                              _runs(then="busy"))])
+    if ran:
+        result = merge_table(busy, source, "analytics.t", "id")
+        assert result.as_dict() == {"inserted": 1, "updated": 1, "deleted": 0, "unchanged": 1,
+                                    "total": 4}
+        assert _rows(con) == EXPECTED["upsert"][0]
+    else:
+        with pytest.raises(MergeError, match="The merge was rolled back: nothing of it was "
+                                             "written"):
+            merge_table(busy, source, "analytics.t", "id")
+        assert _rows(con) == TARGET
+    assert busy.hooks == []  # refused once
+    assert _state(con) == before  # no transaction, no marker table left
+
+
+@pytest.mark.parametrize("ran", [True, False], ids=["after_it_ran", "before"])
+def test_a_begin_refused_as_busy_leaves_no_transaction(con, ran):
+    """A BEGIN DuckDB refused as busy after it ran: the merge is refused and ends the
+    transaction it began. Before: the transaction stayed open, and every later merge on the
+    connection was refused ("has a transaction open")."""
+    source = _table_source(con)
+    before = _state(con)
+    busy = _Interleaved(con, [("after" if ran else "before", _BEGIN_STEP,
+                              _runs(then="busy"))])
+    with pytest.raises(MergeError, match="another thread is using this connection .* Nothing "
+                                         "was changed"):
+        merge_table(busy, source, "analytics.t", "id")
+    assert busy.hooks == []  # refused once
+    assert _rows(con) == TARGET and _state(con) == before
+    assert merge_table(con, _source(con), "analytics.t", "id").inserted == 1
+
+
 #: red team 85's interleavings: name -> (hooks, the outcome: "merged" or the message's end)
 _INTERLEAVINGS = {
     # the COMMIT's step ran, DuckDB refused the rest; meanwhile the other thread's own
@@ -1461,8 +1436,8 @@ _INTERLEAVINGS = {
         [("before", _COMMIT_STEP, _runs("rollback"))], "nothing of it was written."),
     # the BEGIN's step ran, refused; the other thread's insert ran inside it
     "begin_ran_then_other_wrote": (
-        [("after", "\n;\nbegin\n;\n", _runs("insert into analytics.t values (9, 'x', 9)",
-                                           then="busy"))], "Nothing was changed."),
+        [("after", _BEGIN_STEP, _runs("insert into analytics.t values (9, 'x', 9)",
+                                      then="busy"))], "Nothing was changed."),
 }
 
 
