@@ -53,7 +53,7 @@
     {% set staged_copy = staged['copy'] %}
   {% endif %}
   {#- as the staged view's plan says them exactly (stage_select), else `describe table` -#}
-  {% set source_columns = staged.get('columns') or dbt_merge.relation_columns(relations.stage) %}
+  {% set source_columns = staged.get('columns') or dbt_merge.work_relation_columns(relations.stage) %}
   {#- two names equal but for case: one taken for the other by every phase -#}
   {% do dbt_merge.check_column_names(source_columns) %}
 
@@ -84,7 +84,7 @@
     {% endif %}
     {#- two of the table's names equal but for case, one of which the run writes or reads -#}
     {% do dbt_merge.check_column_names(target_columns, existing, brought | map(attribute='name') | list) %}
-    {% set schema = dbt_merge.plan_schema_changes(cfg.on_schema_change, target, brought, target_columns) %}
+    {% set schema = dbt_merge.plan_schema_changes(cfg.on_schema_change, target, brought, target_columns, described) %}
   {% endif %}
   {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_columns, schema, staged['session']) %}
   {#- the table's properties as read with its columns (counted_snapshot, merge_on_branch), or none -#}
@@ -154,7 +154,9 @@
       {% do stats.update({'held_back': 0, 'versions': total}) %}
     {% endif %}
   {% elif empty_increment %}
-    {% set stats = {'inserted': 0, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': dbt_merge.count_rows(plan.target)} %}
+    {#- the table's rows as measure_source counted them in this transaction (DuckDB), else counted -#}
+    {% set total = plan.sizes[1] if plan.get('sizes') else dbt_merge.count_rows(plan.target) %}
+    {% set stats = {'inserted': 0, 'updated': 0, 'deleted': 0, 'unchanged': 0, 'total': total} %}
     {% if plan.update_condition %}
       {#- held back is reported whenever the merge has merge_update_condition (count_changes) -#}
       {% do stats.update({'held_back': 0}) %}

@@ -9,8 +9,13 @@
 {% endmacro %}
 
 {% macro duckdb__target_definition(relation) %}
-  {% set rows = dbt_merge.run_sql("select sql, has_primary_key from duckdb_tables() where database_name = '"
-      ~ relation.database | replace("'", "''") ~ "' and schema_name = '" ~ relation.schema | replace("'", "''")
-      ~ "' and table_name = '" ~ relation.identifier | replace("'", "''") ~ "'", 'dbt_merge_collations').rows %}
+  {% set rows = dbt_merge.run_sql("select sql, has_primary_key from duckdb_tables() where "
+      ~ dbt_merge._duckdb_table_named(relation), 'dbt_merge_collations').rows %}
   {{ return({'sql': rows[0][0] or '', 'has_primary_key': rows[0][1]} if rows else none) }}
+{% endmacro %}
+
+{#- The condition on duckdb_tables() (or another catalog function) that picks `relation`. -#}
+{% macro _duckdb_table_named(relation) %}
+  {{ return("database_name = '" ~ relation.database | replace("'", "''") ~ "' and schema_name = '"
+      ~ relation.schema | replace("'", "''") ~ "' and table_name = '" ~ relation.identifier | replace("'", "''") ~ "'") }}
 {% endmacro %}

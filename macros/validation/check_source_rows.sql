@@ -8,6 +8,11 @@
   {% do dbt_merge.measure_source(plan) %}
   {% set keys_later = keys_later and not plan.actions.dedupe %}
   {% do plan.update({'keys_tested_by_count': keys_later}) %}
+  {#- a SELECT measured empty (in this transaction) has no NULL and no repeated key -#}
+  {% if plan.measured_rows == 0 and not plan.actions.dedupe %}
+    {% do plan.update({'source_rows': 0, 'target_bounds': {}}) %}
+    {{ return(0) }}
+  {% endif %}
   {% set row = dbt_merge.run_sql(dbt_merge.source_check_sql(plan, light=keys_later), 'dbt_merge_check').rows[0] %}
   {#- the rows of the staged SELECT (cached: the counts read the same rows), for the counts -#}
   {% do plan.update({'source_rows': none if plan.actions.dedupe else row[plan.key_columns | length + 1] | int}) %}

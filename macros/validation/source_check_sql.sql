@@ -96,11 +96,12 @@
 
 {#- Measurements of the staged SELECT that later statements can use, set on the plan before the
     source check: key_bounds, [min, max] of a single integer key when a bitmap over that range
-    counts its distinct values faster than count(distinct) (see _distinct_keys_sql), and sizes,
-    [rows of the SELECT, rows of the target] for the classify's choice of form (DuckDB). Both are
-    none when not measured. -#}
+    counts its distinct values faster than count(distinct) (see _distinct_keys_sql), sizes,
+    [rows of the SELECT, rows of the target] for the classify's choice of form and an empty
+    increment's total, and measured_rows, the rows of the SELECT (DuckDB: an empty SELECT needs
+    no source check). Each is none when not measured. -#}
 {% macro measure_source(plan) %}
-  {% do plan.update({'key_bounds': none, 'sizes': none}) %}
+  {% do plan.update({'key_bounds': none, 'sizes': none, 'measured_rows': none}) %}
   {% do adapter.dispatch('measure_source', 'dbt_merge')(plan) %}
 {% endmacro %}
 
@@ -163,6 +164,7 @@
   {% set row = dbt_merge.run_sql('select min(' ~ q ~ '), max(' ~ q ~ '), count(' ~ q ~ '), count(*)'
       ~ (', (select count(*) from ' ~ plan.target ~ ')' if count_target else '') ~ ' from ' ~ plan.stage,
       'dbt_merge_check').rows[0] %}
+  {% do plan.update({'measured_rows': row[3] | int}) %}
   {% if count_target %}
     {% do plan.update({'sizes': [row[3] | int, row[4] | int]}) %}
   {% endif %}
