@@ -84,7 +84,7 @@
     {% endif %}
     {#- two of the table's names equal but for case, one of which the run writes or reads -#}
     {% do dbt_merge.check_column_names(target_columns, existing, brought | map(attribute='name') | list) %}
-    {% set schema = dbt_merge.plan_schema_changes(cfg.on_schema_change, target, brought, target_columns, described) %}
+    {% set schema = dbt_merge.plan_schema_changes(cfg.on_schema_change, target, brought, target_columns) %}
   {% endif %}
   {% set plan = dbt_merge.build_merge_plan(cfg, relations, source_columns, schema, staged['session']) %}
   {#- the table's properties as read with its columns (counted_snapshot, merge_on_branch), or none -#}

@@ -18,20 +18,19 @@
    costlier catalog functions only when it has a generated column, or a PRIMARY KEY or UNIQUE
    constraint that a foreign key could reference (one of its own schema). #}
 {% macro duckdb__target_write_limits(relation, definition) %}
-  {% set where = "lower(database_name) = " ~ dbt_merge._sql_string(relation.database | lower)
-      ~ " and lower(schema_name) = " ~ dbt_merge._sql_string(relation.schema | lower) %}
-  {% set table = dbt_merge._sql_string(relation.identifier | lower) %}
   {% set limits = {'generated': [], 'referenced_by': []} %}
   {% set sql = definition.sql | lower if definition else '' %}
+  {#- the table's names as target_definition matches them (lower() on both sides took a
+      look-alike's columns or constraints, or missed `ΑΣ` and `İT`: red team helper-88) -#}
   {% if 'generated always' in sql %}
-    {% for row in dbt_merge.run_sql("select column_name from duckdb_columns() where " ~ where
-          ~ " and lower(table_name) = " ~ table ~ " and is_generated").rows %}
+    {% for row in dbt_merge.run_sql("select column_name from duckdb_columns() where "
+          ~ dbt_merge._duckdb_table_named(relation) ~ " and is_generated").rows %}
       {% do limits.generated.append(row[0]) %}
     {% endfor %}
   {% endif %}
   {% if definition and (definition.has_primary_key or 'unique' in sql) %}
-    {% for row in dbt_merge.run_sql("select table_name from duckdb_constraints() where " ~ where
-          ~ " and constraint_type = 'FOREIGN KEY' and lower(referenced_table) = " ~ table).rows %}
+    {% for row in dbt_merge.run_sql("select table_name from duckdb_constraints() where "
+          ~ dbt_merge._duckdb_table_named(relation, 'referenced_table') ~ " and constraint_type = 'FOREIGN KEY'").rows %}
       {% do limits.referenced_by.append(row[0]) %}
     {% endfor %}
   {% endif %}

@@ -9,11 +9,9 @@
   type, Spark's void: every value null, e.g. an empty pandas object column or `select null`)
   keeps the target's column and type: its nulls cast to any type, so it is no retype.
 -#}
-{% macro plan_schema_changes(on_schema_change, target, source_columns, target_columns, described=none) %}
+{% macro plan_schema_changes(on_schema_change, target, source_columns, target_columns) %}
   {% set target_names = target_columns | map(attribute='name') | list %}
-  {#- read with the columns where described_target reads it (DuckDB), else on its own -#}
-  {% set definition = described.definition if described is not none and 'definition' in described
-                      else dbt_merge.target_definition(target) %}
+  {% set definition = dbt_merge.target_definition(target) %}
   {% set changes = {'target_columns': target_columns, 'names': target_names, 'added': [], 'removed': [], 'retyped': [],
                      'limits': dbt_merge.target_write_limits(target, definition)} %}
   {% if on_schema_change == 'ignore' %}

@@ -65,16 +65,12 @@
   {{ return({'columns': dbt_merge.relation_columns(relation), 'properties': none}) }}
 {% endmacro %}
 
-{#- DuckDB: the columns (`describe`, as dbt-duckdb's get_columns_in_relation reads them) and the
-    table's definition (target_definition's row of duckdb_tables(), under 'definition': none
-    where it lists no such table, e.g. a Parquet dataset's view) in one statement. -#}
+{#- DuckDB: the columns by the run's own `describe` (work_relation_columns). Not with the table's
+    definition in the same statement: selected beside a subquery, `describe`'s rows of a table
+    of more than 2,048 columns came back out of the table's order with preserve_insertion_order
+    off (red team helper-87). -#}
 {% macro duckdb__described_target(relation) %}
-  {% set tables = 'from duckdb_tables() where ' ~ dbt_merge._duckdb_table_named(relation) %}
-  {% set rows = dbt_merge.run_sql('select column_name, column_type, (select count(*) ' ~ tables ~ '), (select sql '
-      ~ tables ~ '), (select has_primary_key ' ~ tables ~ ') from (describe ' ~ relation ~ ')', 'dbt_merge_describe').rows %}
-  {% set found = rows and rows[0][2] | int == 1 %}
-  {{ return({'columns': dbt_merge._described_columns(rows), 'properties': none,
-             'definition': {'sql': rows[0][3] or '', 'has_primary_key': rows[0][4]} if found else none}) }}
+  {{ return({'columns': dbt_merge.duckdb__work_relation_columns(relation), 'properties': none}) }}
 {% endmacro %}
 
 {# Spark: `describe table extended`, one statement for the columns (as relation_columns reads

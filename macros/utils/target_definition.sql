@@ -14,8 +14,19 @@
   {{ return({'sql': rows[0][0] or '', 'has_primary_key': rows[0][1]} if rows else none) }}
 {% endmacro %}
 
-{#- The condition on duckdb_tables() (or another catalog function) that picks `relation`. -#}
-{% macro _duckdb_table_named(relation) %}
-  {{ return("database_name = '" ~ relation.database | replace("'", "''") ~ "' and schema_name = '"
-      ~ relation.schema | replace("'", "''") ~ "' and table_name = '" ~ relation.identifier | replace("'", "''") ~ "'") }}
+{#- The condition on duckdb_tables() (duckdb_columns(), and with table_column='referenced_table'
+    duckdb_constraints()) that picks `relation` as DuckDB's catalog finds a name: the
+    case of A-Z folded, every other character byte for byte (`collate c`), whatever the
+    connection's default_collation. Under 'noaccent' or 'nocase' the names `cafe` and `café`, or
+    `Ä` and `ä` (two tables: DuckDB folds A-Z only), were one name, and the other table's
+    definition could be read (red team helper-87). -#}
+{% macro _duckdb_table_named(relation, table_column='table_name') %}
+  {% set fold = "'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'" %}
+  {% set parts = [] %}
+  {% for column, name in [['database_name', relation.database], ['schema_name', relation.schema],
+                          [table_column, relation.identifier]] %}
+    {% do parts.append("(translate(" ~ column ~ ", " ~ fold ~ ") collate c) = translate('"
+                       ~ name | replace("'", "''") ~ "', " ~ fold ~ ")") %}
+  {% endfor %}
+  {{ return(parts | join(' and ')) }}
 {% endmacro %}

@@ -269,3 +269,70 @@ def test_a_select_with_a_generated_column_is_refused(duck, tmp_path):
             f'"integration_tests"."{s}"."m": the table computes its value, so no merge can write '
             "it. Remove it from the SELECT. The target was not changed.") in text, text
     assert duck.sql(f"select * from {s}.m") == [(1, 1.0, 2.0)]
+
+
+# ------------------------------------------------------------- names the session's collation folds
+
+@pytest.mark.parametrize(("collation", "target", "other"), [
+    ("noaccent", "café", "cafe"), ("nocase", "ä", "Ä"), ("noaccent.nocase", "Ä", "ä")])
+def test_a_target_named_like_another_table_under_the_session_collation(collation, target, other):
+    """Two tables whose names DuckDB's catalog keeps apart (it folds A-Z only) but the
+    connection's default_collation makes equal: the merge reads its own table's definition (a
+    primary key on the other one), merges, and counts; with the definition read beside the
+    columns in scalar subqueries it failed with DuckDB's "More than one row returned by a
+    subquery", and read alone it could take the other table's (red team helper-87)."""
+    import duckdb
+    from dbt_merge.duckdb import merge_table
+
+    con = duckdb.connect()
+    con.execute(f'create table "{other}" (id int primary key, v varchar, w int)')
+    con.execute(f'create table "{target}" (id int, v varchar)')
+    con.execute(f"""insert into "{target}" values (1, 'a')""")
+    con.execute(f"set default_collation='{collation}'")
+    result = merge_table(con, "select 1 as id, 'b' as v union all select 2, 'c'", f'"{target}"',
+                         key_columns=["id"])
+    assert (result.inserted, result.updated, result.deleted, result.total) == (1, 1, 0, 2)
+    assert sorted(con.execute(f'select * from "{target}"').fetchall()) == [(1, "b"), (2, "c")]
+    assert con.execute(f'select count(*) from "{other}"').fetchone()[0] == 0
+    assert con.execute("select current_setting('default_collation')").fetchone()[0] == collation
+
+
+GENERATED = "(k varchar, v int, g int generated always as (v * 2) virtual)"
+LOOK_ALIKE = "(k varchar, w int, v int generated always as (w + 1) virtual)"
+
+
+@pytest.mark.parametrize(("target", "other", "collation"), [
+    ("ÄX", "äx", None), ("cafe", "café", "noaccent"), ("ÄX", "äx", "nocase"),
+    ("t_\u00e9", "t_e\u0301", "de"), ("ΑΣ", None, None), ("İT", None, None)])
+def test_generated_columns_and_references_of_the_target_itself(target, other, collation):
+    """The target's generated columns and the foreign keys that reference it are looked up by
+    its names as DuckDB's catalog resolves them (red team helper-88): lower() on both sides took
+    a look-alike table's generated column `v` for the target's (the merge refused the SELECT's
+    column v), and missed a target named `ΑΣ` or `İT` itself (a raw "Cannot insert into a
+    generated column"; a referenced row deleted and inserted again: a raw foreign key error)."""
+    import duckdb
+    from dbt_merge.duckdb import merge_table
+
+    quoted = '"' + target + '"'
+    con = duckdb.connect()
+    con.execute(f"create table {quoted} {GENERATED}")
+    con.execute(f"insert into {quoted} (k, v) values ('b', 2)")
+    if other:
+        con.execute(f'create table "{other}" {LOOK_ALIKE}')
+    if collation:
+        con.execute(f"set default_collation='{collation}'")
+    source = "select * from (values ('a', 10), ('b', 20)) s(k, v)"
+    result = merge_table(con, source, f"memory.main.{quoted}", key_columns=["k"])
+    assert (result.inserted, result.updated, result.total) == (1, 1, 2)
+    assert sorted(con.execute(f"select * from {quoted}").fetchall()) == [
+        ("a", 10, 20), ("b", 20, 40)]
+    if other:
+        return
+    referenced = duckdb.connect()
+    referenced.execute(f"create table {quoted} (k varchar primary key, v int)")
+    referenced.execute(f"insert into {quoted} values ('b', 2)")
+    referenced.execute(f"create table child (k varchar references {quoted}(k))")
+    referenced.execute("insert into child values ('b')")
+    result = merge_table(referenced, source, quoted, key_columns=["k"])
+    assert (result.inserted, result.updated, result.total) == (1, 1, 2)
+    assert sorted(referenced.execute(f"select * from {quoted}").fetchall()) == [("a", 10), ("b", 20)]
