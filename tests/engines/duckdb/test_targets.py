@@ -335,4 +335,5 @@ def test_generated_columns_and_references_of_the_target_itself(target, other, co
     referenced.execute("insert into child values ('b')")
     result = merge_table(referenced, source, quoted, key_columns=["k"])
     assert (result.inserted, result.updated, result.total) == (1, 1, 2)
-    assert sorted(referenced.execute(f"select * from {quoted}").fetchall()) == [("a", 10), ("b", 20)]
+    assert sorted(referenced.execute(f"select * from {quoted}").fetchall()) == [
+        ("a", 10), ("b", 20)]
