@@ -20,15 +20,11 @@
   {{ return(dbt_merge.relation_columns(relation)) }}
 {% endmacro %}
 
+{#- dbt Columns of `describe`'s rows (name, DuckDB's type name), as dbt-duckdb makes them -#}
 {% macro duckdb__work_relation_columns(relation) %}
-  {{ return(dbt_merge._described_columns(dbt_merge.run_sql('select column_name, column_type from (describe '
-      ~ relation ~ ')', 'dbt_merge_describe').rows)) }}
-{% endmacro %}
-
-{#- dbt Columns of `describe` rows (name, DuckDB's type name), as dbt-duckdb makes them. -#}
-{% macro _described_columns(rows) %}
   {% set columns = [] %}
-  {% for row in rows %}
+  {% for row in dbt_merge.run_sql('select column_name, column_type from (describe ' ~ relation ~ ')',
+                                  'dbt_merge_describe').rows %}
     {% do columns.append(api.Column.create(row[0], row[1])) %}
   {% endfor %}
   {{ return(columns) }}

@@ -25,8 +25,8 @@
   {% set parts = [] %}
   {% for column, name in [['database_name', relation.database], ['schema_name', relation.schema],
                           [table_column, relation.identifier]] %}
-    {% do parts.append("(translate(" ~ column ~ ", " ~ fold ~ ") collate c) = translate('"
-                       ~ name | replace("'", "''") ~ "', " ~ fold ~ ")") %}
+    {% do parts.append("(translate(" ~ column ~ ", " ~ fold ~ ") collate c) = translate("
+                       ~ dbt_merge._sql_string(name) ~ ", " ~ fold ~ ")") %}
   {% endfor %}
   {{ return(parts | join(' and ')) }}
 {% endmacro %}
