@@ -37,10 +37,12 @@ test's temporary folder) and shown when the test fails.
 from __future__ import annotations
 
 import datetime as dt
+import multiprocessing
 import os
 import re
 import zlib
 from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -300,6 +302,46 @@ def run_engine(engine, cases, tmp: Path, vars: dict | None = None) -> list[Failu
         failures += run_group(engine, group, mode, threads, tmp, {**(vars or {}),
                                                                   **write_once(engine, threads)})
     return failures
+
+
+#: DuckDB's suites run in this many processes side by side, each on its own DuckDB file with a
+#: share of the cases: what a DuckDB case costs is dbt's Python, one core per process, and the
+#: machine has two (the DuckDB differential suites took ~640 s of CI's run in one process)
+DUCKDB_PROCESSES = max(1, min(2, os.cpu_count() or 1))
+
+
+def run_duckdb(cases, tmp: Path, vars: dict | None = None) -> list[Failure]:
+    """run_engine on DuckDB, the cases shared out (whole units: the cases sharing a table name
+    stay together) to DUCKDB_PROCESSES spawned processes (duckdb_share); what failed in each."""
+    units: dict[str, list[Case]] = defaultdict(list)
+    for case in cases:
+        units[case.table].append(case)
+    shares = [[c for u in list(units.values())[i::DUCKDB_PROCESSES] for c in u]
+              for i in range(DUCKDB_PROCESSES)]
+    shares = [s for s in shares if s]
+    if len(shares) < 2:
+        return duckdb_share(list(cases), tmp / "share0", vars, spawned=False)
+    spawn = multiprocessing.get_context("spawn")  # never fork a process that may hold a JVM
+    with ProcessPoolExecutor(len(shares), mp_context=spawn) as pool:
+        futures = [pool.submit(duckdb_share, share, tmp / f"share{i}", vars)
+                   for i, share in enumerate(shares)]
+        return [failure for future in futures for failure in future.result()]
+
+
+def duckdb_share(cases: list[Case], tmp: Path, vars: dict | None = None,
+                 spawned: bool = True) -> list[Failure]:
+    """run_engine on DuckDB for one share of the cases, in a DuckDB file of its own under `tmp`
+    (the profile's path is DBT_MERGE_DUCKDB_PATH); spawned, with dbt's parse cache on as
+    conftest.py turns it on for the tests' own process."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    if spawned:
+        os.environ["DBT_MERGE_DUCKDB_PATH"] = str(tmp / "share.duckdb")
+        if not os.environ.get("DBT_MERGE_TESTS_NO_PARSE_CACHE"):
+            from dbt_common.tests import enable_test_caching
+
+            enable_test_caching()
+    with DuckEngine() as engine:
+        return run_engine(engine, cases, tmp, vars)
 
 
 def write_once(engine, threads: int) -> dict:
@@ -686,8 +728,7 @@ def test_reference_is_idempotent():
 @pytest.fixture(scope="module")
 def duckdb_failures(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("rel")
-    with DuckEngine() as engine:
-        return run_engine(engine, only(all_cases()), tmp), tmp
+    return run_duckdb(only(all_cases()), tmp), tmp
 
 
 def test_duckdb_matches_reference(duckdb_failures):
@@ -732,8 +773,10 @@ def run_suite(name: str, engine, cases, tmp_path_factory) -> None:
 
 
 def run_duckdb_suite(name: str, cases, tmp_path_factory) -> None:
-    with DuckEngine() as engine:
-        run_suite(name, engine, cases, tmp_path_factory)
+    """run_suite on DuckDB, in processes side by side (run_duckdb)."""
+    tmp = tmp_path_factory.mktemp("rel")
+    cases = only(cases)
+    finish(f"duckdb_{name}", cases, run_duckdb(cases, tmp), tmp, dialect="duckdb")
 
 
 def test_duckdb_conditions_match_reference(tmp_path_factory):
