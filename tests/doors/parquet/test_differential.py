@@ -36,8 +36,11 @@ refused with the package's message and the dataset untouched.
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
+import os
 import re
 import traceback
+from concurrent.futures import ProcessPoolExecutor
 from functools import cache
 from pathlib import Path
 
@@ -355,19 +358,38 @@ def test_case_mix():
     assert sum(p is not None and p[0] not in c.key for p, c in zip(parts, cases, strict=True)) >= 20
 
 
-def run_family(strategy: str, family: tuple[Case, ...], tmp_path: Path) -> None:
-    failures, cases, failed = [], 0, 0
-    for index, case in enumerate(family):
-        if case.strategy == strategy:
-            found = run_case(index, case, tmp_path)
-            cases, failed, failures = cases + 1, failed + bool(found), failures + found
-    record_cases(cases, failed)
+#: the families' cases run in this many processes side by side (a case costs Python, one core
+#: per process, and the machine has two; the families took ~80 s of CI's run in one process)
+PROCESSES = max(1, min(2, os.cpu_count() or 1))
+
+
+@pytest.fixture(scope="module")
+def processes():
+    """Spawned processes that run_family shares its cases out to, kept for the module's tests
+    (each starts Python and imports the package once); each merges on its own
+    shared_connection()."""
+    with ProcessPoolExecutor(PROCESSES, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield pool
+
+
+def run_cases(items: list[tuple[int, Case]], tmp: Path) -> list[list[str]]:
+    """run_case for each (index, case), in one of the spawned processes."""
+    return [run_case(index, case, tmp) for index, case in items]
+
+
+def run_family(strategy: str, family: tuple[Case, ...], tmp_path: Path, processes) -> None:
+    items = [(index, case) for index, case in enumerate(family) if case.strategy == strategy]
+    shares = [processes.submit(run_cases, items[k::4 * PROCESSES], tmp_path)
+              for k in range(4 * PROCESSES)]  # a few shares each: what one costs varies
+    found = [failures for share in shares for failures in share.result()]
+    record_cases(len(found), sum(map(bool, found)))
+    failures = [failure for failures in found for failure in failures]
     assert not failures, f"{len(failures)} failures:\n\n" + "\n\n".join(failures[:8])
 
 
 @pytest.mark.parametrize("strategy", STRATEGY_NAMES)
-def test_parquet_matches_reference(strategy, tmp_path):
-    run_family(strategy, all_cases(), tmp_path)
+def test_parquet_matches_reference(strategy, tmp_path, processes):
+    run_family(strategy, all_cases(), tmp_path, processes)
 
 
 def test_option_case_mix():
@@ -385,11 +407,11 @@ def test_option_case_mix():
 
 
 @pytest.mark.parametrize("strategy", STRATEGY_NAMES)
-def test_parquet_options_match_reference(strategy, tmp_path):
+def test_parquet_options_match_reference(strategy, tmp_path, processes):
     """incremental_predicates, the conditions, soft deletes and dry runs through
     merge_parquet_dataset, against the reference model (each refused before issue 23 item 3:
     every case of this family failed on the old code)."""
-    run_family(strategy, option_cases(), tmp_path)
+    run_family(strategy, option_cases(), tmp_path, processes)
 
 
 @cache
@@ -411,11 +433,11 @@ def test_collation_case_mix():
 
 
 @pytest.mark.parametrize("strategy", STRATEGY_NAMES)
-def test_parquet_collations_match_reference(strategy, tmp_path):
+def test_parquet_collations_match_reference(strategy, tmp_path, processes):
     """Keys, the statistics pruning and changes judged byte for byte on a connection that
     would compare text ignoring case or accents (issue 35: the pruning skipped the file
     holding a key, which was inserted again, and case-only corrections counted unchanged)."""
-    run_family(strategy, collation_cases(), tmp_path)
+    run_family(strategy, collation_cases(), tmp_path, processes)
 
 
 # ---------------------------------------------------------------- issue 21's dimensions
