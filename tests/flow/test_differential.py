@@ -37,12 +37,10 @@ test's temporary folder) and shown when the test fails.
 from __future__ import annotations
 
 import datetime as dt
-import multiprocessing
 import os
 import re
 import zlib
 from collections import Counter, defaultdict
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -72,6 +70,7 @@ from support.cases import (
     with_time_zones,
 )
 from support.harness import (
+    PROCESSES,
     PROFILES_DIR,
     ROOT,
     DuckEngine,
@@ -79,6 +78,7 @@ from support.harness import (
     ThriftEngine,
     make_project,
     model_sql,
+    process_pool,
 )
 from support.reference import STRATEGIES, canonical, row_token, update_columns
 
@@ -145,6 +145,15 @@ def all_cases() -> tuple[Case, ...]:
     return tuple(cases)
 
 
+def units_of(cases) -> list[list[Case]]:
+    """The cases in units: the cases sharing a table name (a case and its twin-schema partner)
+    go together, in the order of their first case."""
+    units: dict[str, list[Case]] = defaultdict(list)
+    for case in cases:
+        units[case.table].append(case)
+    return list(units.values())
+
+
 def spark_features(case: Case) -> set[str]:
     """The case's features and, on Spark, its table's kind: merge-on-read or copy-on-write per
     strategy, format v3 (upgraded from 2 or not) and full_merge's write, so that spark_cases
@@ -164,10 +173,7 @@ def spark_features(case: Case) -> set[str]:
 def spark_cases() -> tuple[Case, ...]:
     """Every k-th case Spark can run, plus cases of features and table kinds (spark_features)
     that left with fewer than SPARK_COVER; the two cases sharing a table name go together."""
-    units: dict[str, list[Case]] = defaultdict(list)
-    for case in all_cases():
-        units[case.table].append(case)
-    eligible = [u for u in units.values() if not any(c.duckdb_only for c in u)]
+    eligible = [u for u in units_of(all_cases()) if not any(c.duckdb_only for c in u)]
     step = max(1, len(eligible) // SPARK_CASES)
     chosen = eligible[::step]
     counts = Counter(f for u in chosen for c in u for f in spark_features(c))
@@ -251,10 +257,7 @@ def collation_cases() -> tuple[Case, ...]:
 def thrift_cases() -> tuple[Case, ...]:
     """Every THRIFT_EVERY-th unit of the Spark cases (the two cases sharing a table name go
     together)."""
-    units: dict[str, list[Case]] = defaultdict(list)
-    for case in spark_cases():
-        units[case.table].append(case)
-    return tuple(c for u in list(units.values())[::THRIFT_EVERY] for c in u)
+    return tuple(c for u in units_of(spark_cases())[::THRIFT_EVERY] for c in u)
 
 
 @cache
@@ -263,10 +266,7 @@ def ansi_cases() -> tuple[Case, ...]:
     type (types:...), with the flags of a plain `dbt run`: run again with
     spark.sql.ansi.enabled=true, where a cast that cannot hold a value fails instead of giving
     NULL, and arithmetic overflows fail. The outcome must not change."""
-    units: dict[str, list[Case]] = defaultdict(list)
-    for case in spark_cases():
-        units[case.table].append(case)
-    typed = [u for u in units.values() if all(c.mode == "run" for c in u)
+    typed = [u for u in units_of(spark_cases()) if all(c.mode == "run" for c in u)
              and any(f.startswith("types:") for c in u for f in c.features())]
     return tuple(c for u in typed[::ANSI_EVERY] for c in u)
 
@@ -304,25 +304,16 @@ def run_engine(engine, cases, tmp: Path, vars: dict | None = None) -> list[Failu
     return failures
 
 
-#: DuckDB's suites run in this many processes side by side, each on its own DuckDB file with a
-#: share of the cases: what a DuckDB case costs is dbt's Python, one core per process, and the
-#: machine has two (the DuckDB differential suites took ~640 s of CI's run in one process)
-DUCKDB_PROCESSES = max(1, min(2, os.cpu_count() or 1))
-
-
 def run_duckdb(cases, tmp: Path, vars: dict | None = None) -> list[Failure]:
-    """run_engine on DuckDB, the cases shared out (whole units: the cases sharing a table name
-    stay together) to DUCKDB_PROCESSES spawned processes (duckdb_share); what failed in each."""
-    units: dict[str, list[Case]] = defaultdict(list)
-    for case in cases:
-        units[case.table].append(case)
-    shares = [[c for u in list(units.values())[i::DUCKDB_PROCESSES] for c in u]
-              for i in range(DUCKDB_PROCESSES)]
+    """run_engine on DuckDB, the cases shared out by units to PROCESSES processes side by side,
+    each on its own DuckDB file (duckdb_share; the DuckDB differential suites took ~640 s of
+    CI's run in one process); what failed in each."""
+    units = units_of(cases)
+    shares = [[c for u in units[i::PROCESSES] for c in u] for i in range(PROCESSES)]
     shares = [s for s in shares if s]
     if len(shares) < 2:
         return duckdb_share(list(cases), tmp / "share0", vars, spawned=False)
-    spawn = multiprocessing.get_context("spawn")  # never fork a process that may hold a JVM
-    with ProcessPoolExecutor(len(shares), mp_context=spawn) as pool:
+    with process_pool(len(shares)) as pool:
         futures = [pool.submit(duckdb_share, share, tmp / f"share{i}", vars)
                    for i, share in enumerate(shares)]
         return [failure for future in futures for failure in future.result()]
@@ -764,19 +755,20 @@ def test_thrift_matches_reference(thrift, tmp_path_factory):
 
 
 def run_suite(name: str, engine, cases, tmp_path_factory) -> None:
-    """Run a suite of cases (as DBT_MERGE_ONLY narrows it) on `engine`; fail with its report."""
+    """Run a suite of cases (as DBT_MERGE_ONLY narrows it) on `engine`; fail with its report.
+    `engine` the class DuckEngine: in processes side by side (run_duckdb)."""
     tmp = tmp_path_factory.mktemp("rel")
     cases = only(cases)
-    vars = SPARK_FULL_JOIN if engine.dialect == "spark" else None
-    failures = run_engine(engine, cases, tmp, vars)
+    if engine is DuckEngine:
+        failures = run_duckdb(cases, tmp)
+    else:
+        vars = SPARK_FULL_JOIN if engine.dialect == "spark" else None
+        failures = run_engine(engine, cases, tmp, vars)
     finish(f"{engine.name}_{name}", cases, failures, tmp, dialect=engine.dialect)
 
 
 def run_duckdb_suite(name: str, cases, tmp_path_factory) -> None:
-    """run_suite on DuckDB, in processes side by side (run_duckdb)."""
-    tmp = tmp_path_factory.mktemp("rel")
-    cases = only(cases)
-    finish(f"duckdb_{name}", cases, run_duckdb(cases, tmp), tmp, dialect="duckdb")
+    run_suite(name, DuckEngine, cases, tmp_path_factory)
 
 
 def test_duckdb_conditions_match_reference(tmp_path_factory):

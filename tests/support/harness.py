@@ -8,7 +8,9 @@ created on the engine), so one dbt invocation merges many cases.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -86,6 +88,16 @@ def model_sql(config: dict, select: str) -> str:
 
 
 # ---------------------------------------------------------------- DuckDB
+
+
+#: suites whose cases cost Python alone (dbt's or the package's on DuckDB) run them in this many
+#: processes side by side: one core each, and the machine has two
+PROCESSES = max(1, min(2, os.cpu_count() or 1))
+
+
+def process_pool(workers: int = PROCESSES) -> ProcessPoolExecutor:
+    """A pool of `workers` spawned processes: never forked, the tests' process may hold a JVM."""
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
 
 
 def duckdb_connect():

@@ -36,11 +36,8 @@ refused with the package's message and the dataset untouched.
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
-import os
 import re
 import traceback
-from concurrent.futures import ProcessPoolExecutor
 from functools import cache
 from pathlib import Path
 
@@ -62,6 +59,7 @@ from support.cases import (
     with_soft_delete,
 )
 from support.coltypes import engine_type
+from support.harness import PROCESSES, process_pool
 from support.reference import MergeError, Options, canonical, merge, update_columns
 
 from . import stored_cases as stored
@@ -358,17 +356,12 @@ def test_case_mix():
     assert sum(p is not None and p[0] not in c.key for p, c in zip(parts, cases, strict=True)) >= 20
 
 
-#: the families' cases run in this many processes side by side (a case costs Python, one core
-#: per process, and the machine has two; the families took ~80 s of CI's run in one process)
-PROCESSES = max(1, min(2, os.cpu_count() or 1))
-
-
 @pytest.fixture(scope="module")
 def processes():
-    """Spawned processes that run_family shares its cases out to, kept for the module's tests
-    (each starts Python and imports the package once); each merges on its own
-    shared_connection()."""
-    with ProcessPoolExecutor(PROCESSES, mp_context=multiprocessing.get_context("spawn")) as pool:
+    """The processes side by side that run_family shares its cases out to (the families took
+    ~80 s of CI's run in one), kept for the module's tests (each starts Python and imports the
+    package once); each merges on its own shared_connection()."""
+    with process_pool() as pool:
         yield pool
 
 
@@ -379,8 +372,8 @@ def run_cases(items: list[tuple[int, Case]], tmp: Path) -> list[list[str]]:
 
 def run_family(strategy: str, family: tuple[Case, ...], tmp_path: Path, processes) -> None:
     items = [(index, case) for index, case in enumerate(family) if case.strategy == strategy]
-    shares = [processes.submit(run_cases, items[k::4 * PROCESSES], tmp_path)
-              for k in range(4 * PROCESSES)]  # a few shares each: what one costs varies
+    n = 4 * PROCESSES  # a few shares a process: what a case costs varies
+    shares = [processes.submit(run_cases, items[k::n], tmp_path) for k in range(n)]
     found = [failures for share in shares for failures in share.result()]
     record_cases(len(found), sum(map(bool, found)))
     failures = [failure for failures in found for failure in failures]
