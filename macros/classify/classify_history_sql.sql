@@ -30,7 +30,7 @@
   is before the current version's own time, or equal to it while a column differs (same_time:
   the compared columns, or every shared one with updated_at alone): dbt snapshots write no
   version for any of them either.
-  `target_state`: check_history_target's result (closed: whether a key can come back closed).
+  `target_state`: history_target_totals' result (closed_versions: none, and no key can come back).
 -#}
 {% macro classify_history_sql(plan, target_state) %}
   {%- set h = plan.history -%}
@@ -59,7 +59,7 @@
   {%- set last = 'dbt_merge_changes' -%}
   {%- set last_to = last ~ '.' ~ q(plan.names.to) -%}
   {%- set last_from = last ~ '.' ~ q(plan.names['from']) -%}
-  {%- set comes_back = target_state.closed > 0 -%}
+  {%- set comes_back = target_state.closed_versions > 0 -%}
   {%- set first_at = ('case when ' ~ last_to ~ ' is null or ' ~ start ~ ' > ' ~ last_to ~ ' then ' ~ start
                       ~ ' else greatest(' ~ now ~ ', ' ~ last_to ~ ') end') if comes_back else start -%}
   {#- a key back after a deletion record opens at its updated_at if after the record's start, else

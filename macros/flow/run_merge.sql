@@ -8,7 +8,7 @@
   of classified and counted before.
   strategy='history' keeps every version of a row (SCD type 2, dbt snapshots' semantics): after
   the same stage and source check, its checks of the table, classes, counts and write are its own
-  (check_history_target, classify_history_sql, count_history, apply_history).
+  (history_target_totals, classify_history_sql, count_history, check_history_target, apply_history).
   Returns the statistics ({inserted, updated, deleted, unchanged, total[, held_back][, versions]
   [, dry_run]} or {skipped: reason}); for history, total is the current versions and versions
   every row of the table.
@@ -175,10 +175,12 @@
     {% do dbt_merge.check_write_session(plan) %}
     {% do plan.update(dbt_merge.counted_snapshot(plan.target, plan.target_storage, plan.target_properties)) %}
     {% do dbt_merge.check_write_session(plan) %}
-    {% set target_state = dbt_merge.check_history_target(plan) %}
+    {% set target_state = dbt_merge.history_target_totals(plan) %}
     {% do dbt_merge.create_work_relation(plan.changes, dbt_merge.classify_history_sql(plan, target_state), pin='stage') %}
     {% do work_relations.insert(0, [plan.changes, true]) %}
     {% set stats = dbt_merge.count_history(plan, target_state) %}
+    {#- after the count, which reads every change (on Spark it fills the changes' cache) -#}
+    {% do dbt_merge.check_history_target(plan) %}
     {% do dbt_merge.check_history_counts(plan, stats, target_state) %}
     {% if cfg.dry_run %}
       {% do stats.update({'dry_run': true}) %}

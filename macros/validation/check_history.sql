@@ -31,24 +31,46 @@
 {% endmacro %}
 
 {#-
-  The table's history is sound, read in one pass over its versions (a window by key, in the
-  order of dbt_valid_from): no key (not NULL) has more than one current version, no version has
-  no dbt_valid_from or ends before it starts, and none overlaps the next version of its key (a
-  current version is followed by none). Refused naming a key, never repaired: two current
-  versions are what two colliding snapshot runs leave (dbt-core #4661, #11747), and a merge on
-  top of them would close or extend the wrong one. The whole table is read, whatever
-  incremental_predicates say: a key's versions may straddle them.
+  The table's totals, in one aggregate over its rows (no window, no sort), before the changes
+  are classified: versions (the table's rows), current (its current versions), live (current
+  versions the merge considers that are not deletion records: the base of
+  max_delete_fraction), closed_versions (its closed versions: with none, no key can come back
+  after hard_deletes, and the classify skips the search for a key's last closed version).
+-#}
+{% macro history_target_totals(plan) %}
+  {% set dst = 'DBT_INTERNAL_DEST' %}
+  {% set current = dbt_merge.history_current(plan, dst) %}
+  {% set row = dbt_merge.run_sql(
+      "select count(*), coalesce(sum(case when " ~ current ~ " then 1 else 0 end), 0),
+         coalesce(sum(case when (" ~ dbt_merge._target_rows_condition(plan, false) ~ ") and " ~ current ~ " and not ("
+           ~ dbt_merge.history_deleted(plan, dst) ~ ") then 1 else 0 end), 0)
+       from " ~ plan.target ~ " as " ~ dst, 'dbt_merge_check').rows[0] %}
+  {{ return({'versions': row[0] | int, 'current': row[1] | int, 'live': row[2] | int,
+             'closed_versions': row[0] | int - row[1] | int}) }}
+{% endmacro %}
+
+{#-
+  The history of every key the run writes is sound (the keys of the changes: classify_history_sql
+  lists each key it opens, closes or holds back), read in one pass over those keys' versions (a
+  window by key, in the order of dbt_valid_from): no key has more than one current version, no
+  version has no dbt_valid_from or ends before it starts, and none overlaps the next version of
+  its key (a current version is followed by none). Refused naming a key, never repaired: two
+  current versions are what two colliding snapshot runs leave (dbt-core #4661, #11747), and a
+  merge on top of them would close or extend the wrong one. Every version of those keys is
+  read, whatever incremental_predicates say: a key's versions may straddle them. A key the run
+  leaves alone is not read: a daily snapshot of a dimension reads the versions of its few
+  changed keys, not the whole table (the test dbt_merge.current_unique checks the whole table).
+  A key the run would write has a row in the changes ('I', 'U', 'R', 'D'), so it is read: one with
+  two current versions is refused whenever the SELECT's row differs from either (or its key is
+  closed by hard_deletes); when it equals both, nothing is written for the key.
   A key's last version closed more than two days after the run's time (a change of the session's
   time zone moves a wall-clock time by up to 26 hours) is refused too: no run closes a version in
   the future, so the table marks its current versions with a dbt_valid_to of its own (a snapshot's
   or model's dbt_valid_to_current) that the model does not set, and merged as closed versions
-  every key would come back as new. The message names the value as the marker only when every
-  such key shares it and it is more than a year ahead (9999-12-31, 2999-...): a time a few
-  keys share near the run's may be a real closing time, and setting it as the marker would
-  rewrite them (red team history2).
-  Returns {versions (the table's rows), current (its current versions), live (current versions
-  the merge considers that are not deletion records: the base of max_delete_fraction), closed
-  (keys whose last version is closed: a key the SELECT brings back after hard_deletes)}.
+  every such key of the SELECT would come back as new (so it is listed). The message names the
+  value as the marker only when every such key shares it and it is more than a year ahead
+  (9999-12-31, 2999-...): a time a few keys share near the run's may be a real closing time, and
+  setting it as the marker would rewrite them (red team history2).
 -#}
 {% macro check_history_target(plan) %}
   {% set h = plan.history %}
@@ -56,7 +78,7 @@
   {% set dst = 'DBT_INTERNAL_DEST' %}
   {% set q = dbt_merge.quote_identifier %}
   {% set vf, vt = q(h.cols.dbt_valid_from), q(h.cols.dbt_valid_to) %}
-  {% set cur, nxt, live, scope, bad, count = q(n.current), q(n.next), q(n.live), q(n.scope), q(n.bad), q(n.rows) %}
+  {% set cur, nxt, bad, count = q(n.current), q(n.next), q(n.bad), q(n.rows) %}
   {% set has_key = [] %}
   {% for key in plan.key_columns %}
     {% do has_key.append(dst ~ '.' ~ q(key) ~ ' is not null') %}
@@ -64,24 +86,22 @@
   {% set keys = dbt_merge.column_list(plan.key_columns) %}
   {#- versions of one key, told apart byte for byte (compared_value) -#}
   {% set groups = dbt_merge.compared_list(plan.compare, plan.key_columns) %}
-  {% set considered = dbt_merge._target_rows_condition(plan, false) %}
   {% set vt_type = (h.meta | selectattr('role', 'equalto', 'dbt_valid_to') | first).column.dtype %}
   {% set future_end = 'cast(' ~ h.run_time ~ ' + interval 2 day as ' ~ vt_type ~ ')' %}
   {% set future = q(n.to) %}
+  {% set key_text = dbt_merge._history_key_text(plan, dst) %}
   {% set rows = dbt_merge.run_sql(
-      "select count(*), coalesce(sum(" ~ cur ~ "), 0),
-         coalesce(sum(case when " ~ scope ~ " = 1 and " ~ cur ~ " = 1 and " ~ live ~ " = 1 then 1 else 0 end), 0),
+      "select
          coalesce(sum(case when " ~ count ~ " > 1 and " ~ cur ~ " = 1 then 1 else 0 end), 0),
-         min(case when " ~ count ~ " > 1 then " ~ dbt_merge._history_key_text(plan, 'DBT_INTERNAL_DEST') ~ " end),
+         min(case when " ~ count ~ " > 1 then " ~ key_text ~ " end),
          coalesce(sum(case when " ~ count ~ " <= 1 and " ~ bad ~ " = 1 then 1 else 0 end), 0),
-         min(case when " ~ count ~ " <= 1 and " ~ bad ~ " = 1 then " ~ dbt_merge._history_key_text(plan, 'DBT_INTERNAL_DEST') ~ " end),
-         coalesce(sum(case when " ~ bad ~ " = 0 and " ~ nxt ~ " is null and " ~ cur ~ " = 0 then 1 else 0 end), 0),
+         min(case when " ~ count ~ " <= 1 and " ~ bad ~ " = 1 then " ~ key_text ~ " end),
          coalesce(sum(" ~ future ~ "), 0),
-         min(case when " ~ future ~ " = 1 then " ~ dbt_merge._history_key_text(plan, 'DBT_INTERNAL_DEST') ~ " end),
+         min(case when " ~ future ~ " = 1 then " ~ key_text ~ " end),
          min(case when " ~ future ~ " = 1 then " ~ vt ~ " end), max(case when " ~ future ~ " = 1 then " ~ vt ~ " end),
          cast(min(case when " ~ future ~ " = 1 then " ~ vt ~ " end) as string)
        from (
-         select " ~ keys ~ ", " ~ cur ~ ", " ~ live ~ ", " ~ scope ~ ", " ~ count ~ ", " ~ nxt ~ ", " ~ vt ~ ",
+         select " ~ keys ~ ", " ~ cur ~ ", " ~ count ~ ", " ~ nxt ~ ", " ~ vt ~ ",
            case when " ~ has_key | join(' and ') ~ " and " ~ nxt ~ " is null and " ~ cur ~ " = 0
                   and " ~ vt ~ " > " ~ future_end ~ " then 1 else 0 end as " ~ future ~ ",
            case when " ~ has_key | join(' and ') ~ " and (" ~ vf ~ " is null
@@ -89,52 +109,50 @@
                   or (" ~ nxt ~ " is not null and (" ~ cur ~ " = 1 or " ~ vt ~ " > " ~ nxt ~ ")))
                 then 1 else 0 end as " ~ bad ~ "
          from (
-           select " ~ keys ~ ", " ~ vf ~ ", " ~ vt ~ ", " ~ cur ~ ", " ~ live ~ ", " ~ scope ~ ",
+           select " ~ keys ~ ", " ~ vf ~ ", " ~ vt ~ ", " ~ cur ~ ",
              lead(" ~ vf ~ ") over (partition by " ~ groups ~ " order by " ~ vf ~ " asc nulls first, " ~ vt ~ " asc nulls last) as " ~ nxt ~ ",
              sum(case when " ~ has_key | join(' and ') ~ " then " ~ cur ~ " else 0 end) over (partition by " ~ groups ~ ") as " ~ count ~ "
            from (
              select " ~ dbt_merge.column_list(plan.key_columns, dst) ~ ", " ~ dst ~ "." ~ vf ~ ", " ~ dst ~ "." ~ vt ~ ",
-               case when " ~ dbt_merge.history_current(plan, dst) ~ " then 1 else 0 end as " ~ cur ~ ",
-               case when " ~ dbt_merge.history_deleted(plan, dst) ~ " then 0 else 1 end as " ~ live ~ ",
-               case when " ~ considered ~ " then 1 else 0 end as " ~ scope ~ "
+               case when " ~ dbt_merge.history_current(plan, dst) ~ " then 1 else 0 end as " ~ cur ~ "
              from " ~ plan.target ~ " as " ~ dst ~ "
+             where " ~ dbt_merge.exists_match(plan.changes, plan.key_columns, dst, compare=plan.compare) ~ "
            ) as " ~ dst ~ "
          ) as " ~ dst ~ "
        ) as " ~ dst, 'dbt_merge_check').rows %}
   {% set row = rows[0] %}
   {% set key_names = '(' ~ plan.key_columns | join(', ') ~ ')' %}
-  {% if row[3] | int > 0 %}
+  {% if row[0] | int > 0 %}
     {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " holds more than one current version (" ~ h.cols.dbt_valid_to
-        ~ (" NULL" if not h.valid_to_current else " NULL or dbt_valid_to_current") ~ ") of some keys (" ~ row[3] | int
-        ~ " rows), e.g. " ~ key_names ~ " = (" ~ row[4] ~ "): the merge cannot tell which version to close. Close the "
+        ~ (" NULL" if not h.valid_to_current else " NULL or dbt_valid_to_current") ~ ") of some keys (" ~ row[0] | int
+        ~ " rows), e.g. " ~ key_names ~ " = (" ~ row[1] ~ "): the merge cannot tell which version to close. Close the "
         ~ "extra versions (set their " ~ h.cols.dbt_valid_to ~ ") or delete them; the test dbt_merge.current_unique "
         ~ "lists them. The target was not changed.") }}
   {% endif %}
-  {% if row[5] | int > 0 %}
-    {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[5] | int ~ " version(s) whose validity "
+  {% if row[2] | int > 0 %}
+    {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[2] | int ~ " version(s) whose validity "
         ~ "(" ~ h.cols.dbt_valid_from ~ " to " ~ h.cols.dbt_valid_to ~ ") overlaps the next version of the key, ends before it "
-        ~ "starts, or has no start, e.g. " ~ key_names ~ " = (" ~ row[6] ~ "): a new version would extend a wrong history. "
+        ~ "starts, or has no start, e.g. " ~ key_names ~ " = (" ~ row[3] ~ "): a new version would extend a wrong history. "
         ~ "Repair those versions; the test dbt_merge.current_unique lists them. The target was not changed.") }}
   {% endif %}
-  {% if row[8] | int > 0 %}
-    {% set fix = "dbt_valid_to_current=\"cast('" ~ row[12] ~ "' as " ~ vt_type | lower ~ ")\"" %}
-    {% set year = (row[12] | string)[:4] %}
-    {% if row[10] == row[11] and modules.re.match('^[0-9]{4}$', year) and year | int > modules.datetime.datetime.utcnow().year + 1 %}
-      {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[8] | int ~ " key(s) whose last "
-          ~ "version ends at " ~ row[12] ~ ", after the run's time, e.g. " ~ key_names ~ " = (" ~ row[9] ~ "): the table "
-          ~ "marks its current versions with " ~ h.cols.dbt_valid_to ~ " = " ~ row[12] ~ " (dbt_valid_to_current), "
+  {% if row[4] | int > 0 %}
+    {% set fix = "dbt_valid_to_current=\"cast('" ~ row[8] ~ "' as " ~ vt_type | lower ~ ")\"" %}
+    {% set year = (row[8] | string)[:4] %}
+    {% if row[6] == row[7] and modules.re.match('^[0-9]{4}$', year) and year | int > modules.datetime.datetime.utcnow().year + 1 %}
+      {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[4] | int ~ " key(s) of the model's SELECT whose last "
+          ~ "version ends at " ~ row[8] ~ ", after the run's time, e.g. " ~ key_names ~ " = (" ~ row[5] ~ "): the table "
+          ~ "marks its current versions with " ~ h.cols.dbt_valid_to ~ " = " ~ row[8] ~ " (dbt_valid_to_current), "
           ~ ("which is not set here" if not h.valid_to_current else "but dbt_valid_to_current is set to "
              ~ h.valid_to_current) ~ ", so every such key would be taken for a deleted one. Set " ~ fix ~ ", as the "
           ~ "snapshot or merge that wrote the table had it. The target was not changed.") }}
     {% endif %}
-    {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[8] | int ~ " key(s) whose last "
-        ~ "version is closed after the run's time (" ~ h.cols.dbt_valid_to ~ " from " ~ row[12] ~ " on), e.g. " ~ key_names
-        ~ " = (" ~ row[9] ~ "): no run closes a version in the future, so the merge cannot tell which versions are "
+    {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[4] | int ~ " key(s) of the model's SELECT whose last "
+        ~ "version is closed after the run's time (" ~ h.cols.dbt_valid_to ~ " from " ~ row[8] ~ " on), e.g. " ~ key_names
+        ~ " = (" ~ row[5] ~ "): no run closes a version in the future, so the merge cannot tell which versions are "
         ~ "current. " ~ (("If the table marks current versions with one " ~ h.cols.dbt_valid_to ~ ", set "
         ~ "dbt_valid_to_current to it (e.g. " ~ fix ~ ") and repair the versions closed at other times; else repair "
         ~ "those versions.") if year is not none and modules.re.match('^[0-9]{4}$', year) and year | int > modules.datetime.datetime.utcnow().year + 1
         else "Repair those versions (a closing time this near is no marker of current versions).") ~ " The target "
         ~ "was not changed.") }}
   {% endif %}
-  {{ return({'versions': row[0] | int, 'current': row[1] | int, 'live': row[2] | int, 'closed': row[7] | int}) }}
 {% endmacro %}

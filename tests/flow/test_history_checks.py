@@ -218,15 +218,62 @@ def test_overlapping_versions_are_refused_naming_the_key(con):
         "insert into t values (3, 'old', 1, timestamp '2023-06-01', 'x', timestamp '2023-06-01', "
         "timestamp '2023-06-01', timestamp '2024-02-01')"
     )
+    changed = values((1, "'a'", 1, TS.format(1)), (3, "'c2'", 1, TS.format(2)))
     refused(
         con,
-        FIRST,
+        changed,
         r"1 version\(s\) whose validity .* overlaps the next version of the key, ends before "
         r"it starts, or has no start, e.g. \(id\) = \(3\)",
         updated_at="u",
     )
     con.execute("update t set dbt_valid_to = timestamp '2023-01-01' where v = 'old'")
-    refused(con, FIRST, r"e.g. \(id\) = \(3\)", updated_at="u")  # ends before it starts
+    refused(con, changed, r"e.g. \(id\) = \(3\)", updated_at="u")  # ends before it starts
+    # closed by hard_deletes: written, so read too
+    refused(
+        con,
+        values((1, "'a'", 1, TS.format(1))),
+        r"e.g. \(id\) = \(3\)",
+        updated_at="u",
+        hard_deletes="invalidate",
+        max_delete_fraction=1,
+    )
+
+
+def test_a_broken_key_the_run_leaves_alone_is_not_read(con):
+    """Only the keys the run writes are checked: a daily snapshot of a dimension reads the
+    versions of its changed keys, not the whole table. A key with two current versions, or
+    overlapping ones, that the SELECT repeats as it is (or lacks, without hard_deletes) is left
+    exactly as it was; the run writes the other keys."""
+    con.execute(
+        "insert into t select id, v, w, u, 'x', dbt_updated_at, dbt_valid_from, null from t "
+        "where id = 2"
+    )
+    con.execute(
+        "insert into t values (3, 'old', 1, timestamp '2023-06-01', 'x', timestamp '2023-06-01', "
+        "timestamp '2023-06-01', timestamp '2024-02-01')"
+    )
+    broken = [r for r in rows(con) if r[0] in (2, 3)]
+    result = merge_table(
+        con,
+        values(
+            (1, "'a2'", 1, TS.format(2)), (2, "'b'", 1, TS.format(1)), (3, "'c'", 1, TS.format(1))
+        ),
+        "t",
+        "id",
+        "history",
+        updated_at="u",
+    )
+    assert (result.updated, result.unchanged, result.total, result.versions) == (1, 2, 5, 7)
+    assert [r for r in rows(con) if r[0] in (2, 3)] == broken
+    # the same keys changed: refused, naming them
+    refused(
+        con,
+        values((2, "'b2'", 1, TS.format(3))),
+        r"holds more than one current version .* e.g. \(id\) = \(2\)",
+        updated_at="u",
+    )
+    changed = values((3, "'c2'", 1, TS.format(3)))
+    refused(con, changed, r"overlaps .* e.g. \(id\) = \(3\)", updated_at="u")
 
 
 def test_late_rows_are_held_back_and_counted_or_refused(con):
@@ -483,7 +530,7 @@ def test_parquet_datasets_keep_history_with_the_same_checks(tmp_path):
     )
     before = _files(root)
     with pytest.raises(Exception, match=r"more than one current version .* e\.g\. \(id\) = \(2\)"):
-        merge(values((3, "'c2'", 1, TS.format(4))))
+        merge(values((2, "'b2'", 1, TS.format(4))))
     assert _files(root) == before
 
 
@@ -564,9 +611,10 @@ def test_a_table_with_dbt_valid_to_current_needs_it_set():
             merge_table(c, changed, "t", "id", "history", updated_at="u", **setting)
         message = str(raised.value)
         assert message.startswith(
-            "dbt_merge: table 't': the history table \"memory\".\"main\".\"t\" has 4 key(s) whose "
-            "last version ends at 9999-12-31 00:00:00, after the run's time, e.g. (id) = (1): the "
-            "table marks its current versions with dbt_valid_to = 9999-12-31 00:00:00"), message
+            "dbt_merge: table 't': the history table \"memory\".\"main\".\"t\" has 2 key(s) of the "
+            "source whose last version ends at 9999-12-31 00:00:00, after the run's time, e.g. "
+            "(id) = (1): the table marks its current versions with dbt_valid_to = "
+            "9999-12-31 00:00:00"), message
         assert said in message and f"Set {fix}, as the snapshot or merge" in message, message
         assert message.endswith("The target was not changed.")
         assert rows(c) == before
@@ -578,10 +626,12 @@ def test_a_table_with_dbt_valid_to_current_needs_it_set():
     c.execute("update t set dbt_valid_to = timestamp '2999-01-01' where id = 3")
     before = rows(c)
     with pytest.raises(MergeError, match=(
-            r"has 4 key\(s\) whose last version is closed after the run's time \(dbt_valid_to "
-            r"from 2999-01-01 00:00:00 on\), e.g. \(id\) = \(1\): no run closes a version in the "
-            r"future, so the merge cannot tell which versions are current")):
-        merge_table(c, changed, "t", "id", "history", updated_at="u")
+            r"has 3 key\(s\) of the source whose last version is closed after the run's "
+            r"time \(dbt_valid_to from 2999-01-01 00:00:00 on\), e.g. \(id\) = \(1\): no run "
+            r"closes a version in the future, so the merge cannot tell which versions are "
+            r"current")):
+        merge_table(c, values((1, "'a2'", 1, TS.format(2)), (2, "'b'", 1, TS.format(1)),
+                              (3, "'c'", 1, TS.format(1))), "t", "id", "history", updated_at="u")
     assert rows(c) == before
 
 
