@@ -180,7 +180,7 @@
     {% do work_relations.insert(0, [plan.changes, true]) %}
     {% set stats = dbt_merge.count_history(plan, target_state) %}
     {#- after the count, which reads every change (on Spark it fills the changes' cache) -#}
-    {% do dbt_merge.check_history_target(plan) %}
+    {% do dbt_merge.check_history_target(plan, target_state) %}
     {% do dbt_merge.check_history_counts(plan, stats, target_state) %}
     {% if cfg.dry_run %}
       {% do stats.update({'dry_run': true}) %}

@@ -65,13 +65,15 @@
         ~ "close such versions only once the run's time has passed their start (counted held back until then). "
         ~ "The target was not changed.") }}
   {% endif %}
-  {% if plan.predicates and c.I > 0 %}
+  {#- a key whose only current version lies outside the predicates is classified new ('I'), or
+      held back ('H') when a closed version of the key starts after the row (red team helper-89) -#}
+  {% if plan.predicates and c.I + c.H > 0 %}
     {% set dst = 'DBT_INTERNAL_DEST' %}
     {% set outside = 'not coalesce((' ~ plan.predicates | map('string') | map('trim') | join(') and (') ~ '), false) and '
                      ~ dbt_merge.history_current(plan, dst) %}
     {% set row = dbt_merge.run_sql('select count(*), min(' ~ dbt_merge._history_key_text(plan, 'DBT_INTERNAL_SOURCE')
         ~ ') from ' ~ plan.changes ~ ' as DBT_INTERNAL_SOURCE where DBT_INTERNAL_SOURCE.'
-        ~ dbt_merge.quote_identifier(plan.names.action) ~ " = 'I' and "
+        ~ dbt_merge.quote_identifier(plan.names.action) ~ " in ('I', 'H') and "
         ~ dbt_merge.exists_match(plan.target ~ ' as ' ~ dst, plan.key_columns, 'DBT_INTERNAL_SOURCE', outside,
                                  compare=plan.compare),
         'dbt_merge_check').rows[0] %}
@@ -82,14 +84,36 @@
           ~ "or filter them out of the SELECT. The target was not changed.") }}
     {% endif %}
   {% endif %}
-  {% if c.D > 0 and c.D > plan.max_delete_fraction * target_state.live %}
-    {{ dbt_merge.raise_merge_error("hard_deletes='" ~ h.hard_deletes ~ "' would close " ~ c.D ~ " of the " ~ target_state.live
-        ~ " current versions it considers (" ~ ((100.0 * c.D / target_state.live) | round(1)) ~ "%), more than "
+  {% set live, extra = target_state.live, 0 %}
+  {% if c.D > 0 and c.D <= plan.max_delete_fraction * live and plan.max_delete_fraction < 1 %}
+    {#- the base counted in rows: a key the run leaves alone may hold several current versions
+        (check_history_target reads only the keys the run writes), so count the keys, only when
+        the rows would let the deletions through (red team helper-89) -#}
+    {% set keys = dbt_merge._history_live_keys(plan) %}
+    {% set live, extra = keys, live - keys %}
+  {% endif %}
+  {% if c.D > 0 and c.D > plan.max_delete_fraction * live %}
+    {{ dbt_merge.raise_merge_error("hard_deletes='" ~ h.hard_deletes ~ "' would close " ~ c.D ~ " of the " ~ live
+        ~ (" current versions" if not extra else " keys with a current version") ~ " it considers ("
+        ~ ((100.0 * c.D / live) | round(1)) ~ "%), more than "
         ~ "max_delete_fraction=" ~ plan.max_delete_fraction ~ " allows"
+        ~ ((" (the table holds " ~ extra ~ " more current version(s) of keys this run leaves alone: the test "
+            ~ "dbt_merge.current_unique lists them)") if extra else "")
         ~ (": the SELECT is empty" if stats.inserted + stats.updated + stats.unchanged + c.H == 0 else "")
         ~ ". If that is intended, set max_delete_fraction (1 allows any); otherwise check the model's SELECT and its "
         ~ "upstream models. The target was not changed.") }}
   {% endif %}
+{% endmacro %}
+
+{#- The keys (told apart byte for byte) with a current version the merge considers that is not a
+    deletion record: the base of max_delete_fraction where a key may hold several. -#}
+{% macro _history_live_keys(plan) %}
+  {% set dst = 'DBT_INTERNAL_DEST' %}
+  {% set row = dbt_merge.run_sql('select count(*) from (select ' ~ dbt_merge.compared_list(plan.compare, plan.key_columns, dst)
+      ~ ' from ' ~ plan.target ~ ' as ' ~ dst ~ ' where (' ~ dbt_merge._target_rows_condition(plan, false) ~ ') and '
+      ~ dbt_merge.history_current(plan, dst) ~ ' and not (' ~ dbt_merge.history_deleted(plan, dst) ~ ') group by '
+      ~ dbt_merge.compared_list(plan.compare, plan.key_columns, dst) ~ ') as dbt_merge_keys', 'dbt_merge_check').rows[0] %}
+  {{ return(row[0] | int) }}
 {% endmacro %}
 
 {#- One key (as text) of the changes rows with `action`. -#}

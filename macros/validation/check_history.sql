@@ -35,7 +35,9 @@
   are classified: versions (the table's rows), current (its current versions), live (current
   versions the merge considers that are not deletion records: the base of
   max_delete_fraction), closed_versions (its closed versions: with none, no key can come back
-  after hard_deletes, and the classify skips the search for a key's last closed version).
+  after hard_deletes, and the classify skips the search for a key's last closed version),
+  closed_late (versions of a key, not NULL, closed more than two days after the run's time:
+  check_history_target reads every such key, whether the run writes it or not).
 -#}
 {% macro history_target_totals(plan) %}
   {% set dst = 'DBT_INTERNAL_DEST' %}
@@ -43,10 +45,26 @@
   {% set row = dbt_merge.run_sql(
       "select count(*), coalesce(sum(case when " ~ current ~ " then 1 else 0 end), 0),
          coalesce(sum(case when (" ~ dbt_merge._target_rows_condition(plan, false) ~ ") and " ~ current ~ " and not ("
-           ~ dbt_merge.history_deleted(plan, dst) ~ ") then 1 else 0 end), 0)
+           ~ dbt_merge.history_deleted(plan, dst) ~ ") then 1 else 0 end), 0),
+         coalesce(sum(case when " ~ dbt_merge._history_closed_late(plan, dst) ~ " then 1 else 0 end), 0)
        from " ~ plan.target ~ " as " ~ dst, 'dbt_merge_check').rows[0] %}
   {{ return({'versions': row[0] | int, 'current': row[1] | int, 'live': row[2] | int,
-             'closed_versions': row[0] | int - row[1] | int}) }}
+             'closed_versions': row[0] | int - row[1] | int, 'closed_late': row[3] | int}) }}
+{% endmacro %}
+
+{#- SQL: the version aliased `alias`, of a key (not NULL), is closed more than two days after the
+    run's time (the last version of its key, or one a version starting in the future follows). -#}
+{% macro _history_closed_late(plan, alias) %}
+  {%- set h = plan.history -%}
+  {%- set q = dbt_merge.quote_identifier -%}
+  {%- set vt = alias ~ '.' ~ q(h.cols.dbt_valid_to) -%}
+  {%- set vt_type = (h.meta | selectattr('role', 'equalto', 'dbt_valid_to') | first).column.dtype -%}
+  {%- set parts = [] -%}
+  {%- for key in plan.key_columns -%}
+    {%- do parts.append(alias ~ '.' ~ q(key) ~ ' is not null') -%}
+  {%- endfor -%}
+  {{ return('(' ~ parts | join(' and ') ~ ' and not (' ~ dbt_merge.history_current(plan, alias) ~ ') and ' ~ vt
+            ~ ' > cast(' ~ h.run_time ~ ' + interval 2 day as ' ~ vt_type ~ '))') }}
 {% endmacro %}
 
 {#-
@@ -64,15 +82,17 @@
   two current versions is refused whenever the SELECT's row differs from either (or its key is
   closed by hard_deletes); when it equals both, nothing is written for the key.
   A key's last version closed more than two days after the run's time (a change of the session's
-  time zone moves a wall-clock time by up to 26 hours) is refused too: no run closes a version in
-  the future, so the table marks its current versions with a dbt_valid_to of its own (a snapshot's
-  or model's dbt_valid_to_current) that the model does not set, and merged as closed versions
-  every such key of the SELECT would come back as new (so it is listed). The message names the
-  value as the marker only when every such key shares it and it is more than a year ahead
-  (9999-12-31, 2999-...): a time a few keys share near the run's may be a real closing time, and
-  setting it as the marker would rewrite them (red team history2).
+  time zone moves a wall-clock time by up to 26 hours) is refused too, whether the run writes
+  the key or not: no run closes a version in the future, so the table marks its current versions
+  with a dbt_valid_to of its own (a snapshot's or model's dbt_valid_to_current) that the model
+  does not set, and a run of new keys only would write them with another marker (red team
+  helper-89). So the versions of every key with a version closed that late (history_target_totals
+  counts them: none, in a table without a marker) are read as well. The message names the value
+  as the marker only when every such key shares it and it is more than a year ahead (9999-12-31,
+  2999-...): a time a few keys share near the run's may be a real closing time, and setting it as
+  the marker would rewrite them (red team history2).
 -#}
-{% macro check_history_target(plan) %}
+{% macro check_history_target(plan, target_state) %}
   {% set h = plan.history %}
   {% set n = plan.names %}
   {% set dst = 'DBT_INTERNAL_DEST' %}
@@ -116,7 +136,10 @@
              select " ~ dbt_merge.column_list(plan.key_columns, dst) ~ ", " ~ dst ~ "." ~ vf ~ ", " ~ dst ~ "." ~ vt ~ ",
                case when " ~ dbt_merge.history_current(plan, dst) ~ " then 1 else 0 end as " ~ cur ~ "
              from " ~ plan.target ~ " as " ~ dst ~ "
-             where " ~ dbt_merge.exists_match(plan.changes, plan.key_columns, dst, compare=plan.compare) ~ "
+             where " ~ dbt_merge.exists_match(plan.changes, plan.key_columns, dst, compare=plan.compare)
+               ~ ((" or " ~ dbt_merge.exists_match(plan.target ~ ' as DBT_INTERNAL_SOURCE', plan.key_columns, dst,
+                     dbt_merge._history_closed_late(plan, 'DBT_INTERNAL_SOURCE'), compare=plan.compare))
+                  if target_state.closed_late > 0 else "") ~ "
            ) as " ~ dst ~ "
          ) as " ~ dst ~ "
        ) as " ~ dst, 'dbt_merge_check').rows %}
@@ -139,14 +162,14 @@
     {% set fix = "dbt_valid_to_current=\"cast('" ~ row[8] ~ "' as " ~ vt_type | lower ~ ")\"" %}
     {% set year = (row[8] | string)[:4] %}
     {% if row[6] == row[7] and modules.re.match('^[0-9]{4}$', year) and year | int > modules.datetime.datetime.utcnow().year + 1 %}
-      {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[4] | int ~ " key(s) of the model's SELECT whose last "
+      {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[4] | int ~ " key(s) whose last "
           ~ "version ends at " ~ row[8] ~ ", after the run's time, e.g. " ~ key_names ~ " = (" ~ row[5] ~ "): the table "
           ~ "marks its current versions with " ~ h.cols.dbt_valid_to ~ " = " ~ row[8] ~ " (dbt_valid_to_current), "
           ~ ("which is not set here" if not h.valid_to_current else "but dbt_valid_to_current is set to "
              ~ h.valid_to_current) ~ ", so every such key would be taken for a deleted one. Set " ~ fix ~ ", as the "
           ~ "snapshot or merge that wrote the table had it. The target was not changed.") }}
     {% endif %}
-    {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[4] | int ~ " key(s) of the model's SELECT whose last "
+    {{ dbt_merge.raise_merge_error("the history table " ~ plan.target ~ " has " ~ row[4] | int ~ " key(s) whose last "
         ~ "version is closed after the run's time (" ~ h.cols.dbt_valid_to ~ " from " ~ row[8] ~ " on), e.g. " ~ key_names
         ~ " = (" ~ row[5] ~ "): no run closes a version in the future, so the merge cannot tell which versions are "
         ~ "current. " ~ (("If the table marks current versions with one " ~ h.cols.dbt_valid_to ~ ", set "

@@ -276,6 +276,81 @@ def test_a_broken_key_the_run_leaves_alone_is_not_read(con):
     refused(con, changed, r"overlaps .* e.g. \(id\) = \(3\)", updated_at="u")
 
 
+@pytest.mark.parametrize(
+    "setting",
+    [{}, {"dbt_valid_to_current": "cast('2999-12-31' as timestamp)"}],
+    ids=["unset", "other"],
+)
+def test_a_run_of_new_keys_without_the_tables_marker_is_refused(setting):
+    """A table marking its current versions with dbt_valid_to 9999-12-31, merged without
+    dbt_valid_to_current (or with another value) by a SELECT of new keys only: refused naming the
+    marker, though the run writes none of the marked keys (red team helper-89: written, the new key
+    got a NULL or 2999-12-31 end, and the next run, with the right marker, was refused naming the
+    wrong one)."""
+    c = duckdb.connect()
+    marker = "cast('9999-12-31' as timestamp)"
+    merge_table(c, FIRST, "t", "id", "history", updated_at="u", dbt_valid_to_current=marker)
+    before = rows(c)
+    with pytest.raises(MergeError, match=r"has 4 key\(s\) whose last version ends at 9999-12-31 "
+                       r"00:00:00, .* marks its current versions with dbt_valid_to = 9999-12-31"):
+        merge_table(c, values((5, "'new'", 1, TS.format(2))), "t", "id", "history", updated_at="u",
+                    **setting)
+    assert rows(c) == before
+    result = merge_table(c, values((5, "'new'", 1, TS.format(2))), "t", "id", "history",
+                         updated_at="u", dbt_valid_to_current=marker)
+    assert (result.inserted, result.total, result.versions) == (1, 5, 5)
+
+
+def test_max_delete_fraction_counts_keys_not_the_current_versions_of_a_broken_key(con):
+    """hard_deletes would close 3 of the 4 keys (75%, more than the default 0.5) while key 4, which
+    the SELECT repeats as it is, holds four current versions: refused, counted in keys (red team
+    helper-89: 3 of 7 current versions, 43%, let the deletions through)."""
+    for j in range(3):
+        con.execute(
+            f"insert into t select * replace ('dup{j}' as dbt_scd_id) from t "
+            "where id = 4 and dbt_scd_id not like 'dup%'"
+        )
+    message = refused(
+        con,
+        values((4, "'d'", 1, TS.format(1))),
+        r"hard_deletes='invalidate' would close 3 of the 4 keys with a current version it "
+        r"considers \(75.0%\), more than max_delete_fraction=0.5 allows \(the table holds 3 more "
+        r"current version\(s\) of keys this run leaves alone",
+        updated_at="u",
+        hard_deletes="invalidate",
+    )
+    assert "dbt_merge.current_unique" in message
+
+
+def test_a_key_whose_current_version_is_outside_the_predicates_is_refused_not_held_back():
+    """A key whose only current version lies outside incremental_predicates, with a closed
+    version starting after the SELECT's row: refused as outside the predicates (red team
+    helper-89: classified late, it was held back)."""
+    c = duckdb.connect()
+    t = "timestamp '2099-01-01'"
+    c.execute(
+        "create table t (id integer, v varchar, u timestamp, dbt_scd_id varchar, "
+        "dbt_updated_at timestamp, dbt_valid_from timestamp, dbt_valid_to timestamp)"
+    )
+    c.execute(
+        f"insert into t values (1, 'a', {TS.format(1)}, 's1', {TS.format(1)}, {TS.format(1)}, "
+        f"null), (9, 'old', {t}, 's9a', {t}, {t}, {t}), (9, 'new', {t}, 's9b', {t}, {t}, null)"
+    )
+    before = rows(c)
+    with pytest.raises(MergeError, match=r"outside incremental_predicates, e.g. \(id\) = \(9\)"):
+        merge_table(
+            c,
+            "select * from (values (1, 'a', timestamp '2024-01-01'), "
+            "(9, 'z', timestamp '2024-01-05')) as s(id, v, u)",
+            "t",
+            "id",
+            "history",
+            updated_at="u",
+            incremental_predicates=["DBT_INTERNAL_DEST.id < 5"],
+        )
+    assert rows(c) == before
+
+
 def test_late_rows_are_held_back_and_counted_or_refused(con):
     late = values((1, "'older'", 1, "timestamp '2023-12-31'"), (2, "'b'", 1, TS.format(1)))
     refused(
@@ -611,10 +686,9 @@ def test_a_table_with_dbt_valid_to_current_needs_it_set():
             merge_table(c, changed, "t", "id", "history", updated_at="u", **setting)
         message = str(raised.value)
         assert message.startswith(
-            "dbt_merge: table 't': the history table \"memory\".\"main\".\"t\" has 2 key(s) of the "
-            "source whose last version ends at 9999-12-31 00:00:00, after the run's time, e.g. "
-            "(id) = (1): the table marks its current versions with dbt_valid_to = "
-            "9999-12-31 00:00:00"), message
+            "dbt_merge: table 't': the history table \"memory\".\"main\".\"t\" has 4 key(s) whose "
+            "last version ends at 9999-12-31 00:00:00, after the run's time, e.g. (id) = (1): the "
+            "table marks its current versions with dbt_valid_to = 9999-12-31 00:00:00"), message
         assert said in message and f"Set {fix}, as the snapshot or merge" in message, message
         assert message.endswith("The target was not changed.")
         assert rows(c) == before
@@ -626,12 +700,10 @@ def test_a_table_with_dbt_valid_to_current_needs_it_set():
     c.execute("update t set dbt_valid_to = timestamp '2999-01-01' where id = 3")
     before = rows(c)
     with pytest.raises(MergeError, match=(
-            r"has 3 key\(s\) of the source whose last version is closed after the run's "
-            r"time \(dbt_valid_to from 2999-01-01 00:00:00 on\), e.g. \(id\) = \(1\): no run "
-            r"closes a version in the future, so the merge cannot tell which versions are "
-            r"current")):
-        merge_table(c, values((1, "'a2'", 1, TS.format(2)), (2, "'b'", 1, TS.format(1)),
-                              (3, "'c'", 1, TS.format(1))), "t", "id", "history", updated_at="u")
+            r"has 4 key\(s\) whose last version is closed after the run's time \(dbt_valid_to "
+            r"from 2999-01-01 00:00:00 on\), e.g. \(id\) = \(1\): no run closes a version in the "
+            r"future, so the merge cannot tell which versions are current")):
+        merge_table(c, changed, "t", "id", "history", updated_at="u")
     assert rows(c) == before
 
 
