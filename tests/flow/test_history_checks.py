@@ -730,6 +730,38 @@ def test_a_new_version_starts_after_the_current_one():
     assert_sound(c)
 
 
+@pytest.mark.parametrize(
+    "key, other",
+    [("'x'", "'y'"), ("{'a': 'x'}", "{'a': 'y'}"), ("['x']", "['y']")],
+    ids=["text", "struct", "list"],
+)
+def test_a_key_back_after_invalidate_opens_after_its_last_version_ends(key, other):
+    """A key back after hard_deletes='invalidate' closed it, with an updated_at before that end,
+    opens at the run's time, whatever the key's type (red team helper-90: a struct or list key
+    opened at its updated_at, overlapping its closed version, and every later run on it was
+    refused for the overlap)."""
+    c = duckdb.connect()
+
+    def merge(rows_sql, **options):
+        return merge_table(c, rows_sql, "t", "k", "history", updated_at="u",
+                           max_delete_fraction=1, **options)
+
+    def row(k, v, day):
+        return f"select {k} as k, '{v}' as v, timestamp '2024-01-0{day}' as u"
+
+    merge(row(key, "p", 1) + " union all " + row(other, "p", 1))
+    merge(row(other, "p", 1), hard_deletes="invalidate")
+    back = merge(row(key, "r", 6))
+    assert (back.inserted, back.total, back.versions) == (1, 2, 3)
+    [(closed_to,)] = c.execute(f"select dbt_valid_to from t where k = {key} and v = 'p'").fetchall()
+    [(opened_from,)] = c.execute(
+        f"select dbt_valid_from from t where k = {key} and v = 'r'"
+    ).fetchall()
+    assert opened_from >= closed_to
+    later = merge(row(key, "s", 7))  # late: not after the version that opened at the run's time
+    assert (later.held_back, later.versions) == (1, 3)
+
+
 @pytest.mark.parametrize("mode", ["invalidate", "new_record"])
 def test_a_version_starting_after_the_run_is_not_closed_before_it_starts(mode):
     """A current version with an updated_at in the future, whose key leaves: its deletion is held
