@@ -112,7 +112,7 @@
   {% set row = dbt_merge.run_sql('select count(*) from (select ' ~ dbt_merge.compared_list(plan.compare, plan.key_columns, dst)
       ~ ' from ' ~ plan.target ~ ' as ' ~ dst ~ ' where (' ~ dbt_merge._target_rows_condition(plan, false) ~ ') and '
       ~ dbt_merge.history_current(plan, dst) ~ ' and not (' ~ dbt_merge.history_deleted(plan, dst) ~ ') group by '
-      ~ dbt_merge.compared_list(plan.compare, plan.key_columns, dst) ~ ') as dbt_merge_keys', 'dbt_merge_check').rows[0] %}
+      ~ dbt_merge.compared_list(plan.compare, plan.key_columns, dst) ~ ') as grouped', 'dbt_merge_check').rows[0] %}
   {{ return(row[0] | int) }}
 {% endmacro %}
 
