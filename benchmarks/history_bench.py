@@ -207,12 +207,15 @@ def workload_sql(sql: Sql, workload: str, rows: int) -> str:
     )
 
 
-def history_sql(sql: Sql) -> str:
-    """The history table both first runs write: every row its key's first version."""
+def history_sql(sql: Sql, hard_deletes: str = "ignore") -> str:
+    """The history table both first runs write: every row its key's first version (with
+    new_record, dbt_is_deleted 'False', as both write it)."""
+    deleted = ", 'False' as dbt_is_deleted" if hard_deletes == "new_record" else ""
     return (
         f"select *, md5(coalesce(cast(id as string), '') || '|' || coalesce(cast(updated_at "
         f"as string), '')) as dbt_scd_id, updated_at as dbt_updated_at, updated_at as "
-        f"dbt_valid_from, cast(null as timestamp) as dbt_valid_to from {sql.schema}.bench_dim"
+        f"dbt_valid_from, cast(null as timestamp) as dbt_valid_to{deleted} from "
+        f"{sql.schema}.bench_dim"
     )
 
 
@@ -253,7 +256,7 @@ def measure(engine: str, rows: int, reps: int, hard_deletes: str, out: Path, log
     sql = Sql(engine, root)
     log(f"{engine}: building a {rows:,}-row dimension and its history")
     sql.table("bench_dim", dimension_sql(sql, rows))
-    sql.table("bench_pristine", history_sql(sql))
+    sql.table("bench_pristine", history_sql(sql, hard_deletes))
     targets = {"ours": "h_ours", "dbt_snapshot": "h_snap"}
     methods = ENGINE_METHODS[engine]
     lake, pristine_lake = root / "lake", root / "lake_pristine"
