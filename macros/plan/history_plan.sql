@@ -202,6 +202,13 @@
   {{ return(vt ~ ' is null') }}
 {% endmacro %}
 
+{#- SQL: the row aliased `alias` is a live current version the merge considers: current, within
+    incremental_predicates, not a deletion record (what max_delete_fraction is a fraction of). -#}
+{% macro history_live(plan, alias) %}
+  {{ return('((' ~ dbt_merge._target_rows_condition(plan, false) ~ ') and ' ~ dbt_merge.history_current(plan, alias)
+            ~ ' and not (' ~ dbt_merge.history_deleted(plan, alias) ~ '))') }}
+{% endmacro %}
+
 {#- SQL: the version aliased `alias` is a deletion record (dbt_is_deleted 'True'); false when
     the table has no such column. -#}
 {% macro history_deleted(plan, alias) %}

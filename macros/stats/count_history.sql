@@ -109,10 +109,10 @@
     deletion record: the base of max_delete_fraction where a key may hold several. -#}
 {% macro _history_live_keys(plan) %}
   {% set dst = 'DBT_INTERNAL_DEST' %}
-  {% set row = dbt_merge.run_sql('select count(*) from (select ' ~ dbt_merge.compared_list(plan.compare, plan.key_columns, dst)
-      ~ ' from ' ~ plan.target ~ ' as ' ~ dst ~ ' where (' ~ dbt_merge._target_rows_condition(plan, false) ~ ') and '
-      ~ dbt_merge.history_current(plan, dst) ~ ' and not (' ~ dbt_merge.history_deleted(plan, dst) ~ ') group by '
-      ~ dbt_merge.compared_list(plan.compare, plan.key_columns, dst) ~ ') as grouped', 'dbt_merge_check').rows[0] %}
+  {% set keys = dbt_merge.compared_list(plan.compare, plan.key_columns, dst) %}
+  {% set row = dbt_merge.run_sql('select count(*) from (select ' ~ keys ~ ' from ' ~ plan.target ~ ' as ' ~ dst
+      ~ ' where ' ~ dbt_merge.history_live(plan, dst) ~ ' group by ' ~ keys ~ ') as grouped',
+      'dbt_merge_check').rows[0] %}
   {{ return(row[0] | int) }}
 {% endmacro %}
 

@@ -44,8 +44,7 @@
   {% set current = dbt_merge.history_current(plan, dst) %}
   {% set row = dbt_merge.run_sql(
       "select count(*), coalesce(sum(case when " ~ current ~ " then 1 else 0 end), 0),
-         coalesce(sum(case when (" ~ dbt_merge._target_rows_condition(plan, false) ~ ") and " ~ current ~ " and not ("
-           ~ dbt_merge.history_deleted(plan, dst) ~ ") then 1 else 0 end), 0),
+         coalesce(sum(case when " ~ dbt_merge.history_live(plan, dst) ~ " then 1 else 0 end), 0),
          coalesce(sum(case when " ~ dbt_merge._history_closed_late(plan, dst) ~ " then 1 else 0 end), 0)
        from " ~ plan.target ~ " as " ~ dst, 'dbt_merge_check').rows[0] %}
   {{ return({'versions': row[0] | int, 'current': row[1] | int, 'live': row[2] | int,
@@ -107,7 +106,6 @@
   {#- versions of one key, told apart byte for byte (compared_value) -#}
   {% set groups = dbt_merge.compared_list(plan.compare, plan.key_columns) %}
   {% set vt_type = (h.meta | selectattr('role', 'equalto', 'dbt_valid_to') | first).column.dtype %}
-  {% set future_end = 'cast(' ~ h.run_time ~ ' + interval 2 day as ' ~ vt_type ~ ')' %}
   {% set future = q(n.to) %}
   {% set key_text = dbt_merge._history_key_text(plan, dst) %}
   {% set rows = dbt_merge.run_sql(
@@ -122,8 +120,8 @@
          cast(min(case when " ~ future ~ " = 1 then " ~ vt ~ " end) as string)
        from (
          select " ~ keys ~ ", " ~ cur ~ ", " ~ count ~ ", " ~ nxt ~ ", " ~ vt ~ ",
-           case when " ~ has_key | join(' and ') ~ " and " ~ nxt ~ " is null and " ~ cur ~ " = 0
-                  and " ~ vt ~ " > " ~ future_end ~ " then 1 else 0 end as " ~ future ~ ",
+           case when " ~ nxt ~ " is null and " ~ dbt_merge._history_closed_late(plan, dst)
+             ~ " then 1 else 0 end as " ~ future ~ ",
            case when " ~ has_key | join(' and ') ~ " and (" ~ vf ~ " is null
                   or (" ~ cur ~ " = 0 and " ~ vt ~ " < " ~ vf ~ ")
                   or (" ~ nxt ~ " is not null and (" ~ cur ~ " = 1 or " ~ vt ~ " > " ~ nxt ~ ")))
