@@ -516,3 +516,48 @@ def test_the_run_time_is_one_instant_in_every_time_zone(engine, request):
     sql = macros.history_run_time()
     after = query(f"select {clock}")[1][0][0]
     assert before <= query(f"select {instant.format(sql)}")[1][0][0] <= after
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("kind", [{"file_format": "iceberg"}, {"file_format": "parquet"}],
+                         ids=["iceberg", "parquet"])
+def test_spark_checks_the_keys_a_run_writes(spark, kind):
+    """Through merge_dataframe, on an Iceberg and a parquet table: a key with two current
+    versions that the run leaves alone is left as it is and the run writes the others; the same
+    key changed is refused naming it, the table unchanged; a table marking its current versions
+    with 9999-12-31, merged without dbt_valid_to_current by new keys only, is refused naming
+    the marker."""
+    from dbt_merge.errors import MergeError
+    from dbt_merge.spark.api import merge_dataframe
+
+    day = dt.datetime(2024, 1, 1)
+    table = f"hist_scope.t_{kind['file_format']}"
+    spark.sql("create database if not exists hist_scope")
+    spark.sql(f"drop table if exists {table}")
+
+    def merge(rows, **options):
+        df = spark.createDataFrame(rows, "id long, v string, u timestamp")
+        return merge_dataframe(df, table, "id", "history", updated_at="u", **kind, **options)
+
+    def state():
+        return sorted(tuple(r) for r in spark.table(table).collect())
+
+    merge([(1, "a", day), (2, "b", day), (3, "c", day)])
+    spark.sql(f"insert into {table} select id, v, u, 'dup', dbt_updated_at, dbt_valid_from, "
+              f"dbt_valid_to from {table} where id = 2")
+    broken = [r for r in state() if r[0] == 2]
+    result = merge([(1, "a2", day.replace(day=2)), (2, "b", day), (3, "c", day)])
+    assert (result.updated, result.unchanged, result.total, result.versions) == (1, 2, 4, 5)
+    assert [r for r in state() if r[0] == 2] == broken
+    before = state()
+    with pytest.raises(MergeError, match=r"more than one current version .* e\.g\. \(id\) = \(2\)"):
+        merge([(2, "b2", day.replace(day=3))])
+    assert state() == before
+
+    marker = "cast('9999-12-31' as timestamp)"
+    spark.sql(f"drop table if exists {table}")
+    merge([(1, "a", day), (2, "b", day)], dbt_valid_to_current=marker)
+    before = state()
+    with pytest.raises(MergeError, match=r"has 2 key\(s\) whose last version ends at 9999-12-31"):
+        merge([(5, "new", day.replace(day=2))])
+    assert state() == before
