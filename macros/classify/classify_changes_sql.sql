@@ -23,7 +23,7 @@
   select
     {%- for col in plan.target_names %}
     {%- set q = dbt_merge.quote_identifier(col) %}
-    {%- set source_col = dbt_merge._find_column(col, plan.source_names) %}
+    {%- set source_col = dbt_merge.find_column(col, plan.source_names) %}
     {%- if col | lower in key_lower %}
     coalesce({{ src }}.{{ dbt_merge.quote_identifier(source_col) }}, {{ dst }}.{{ q }}) as {{ q }},
     {%- elif source_col is none %}
@@ -31,22 +31,22 @@
     {%- elif col | lower in update_lower %}
     {{ src }}.{{ dbt_merge.quote_identifier(source_col) }} as {{ q }},
     {%- else %}
-    case when {{ in_target }} then {{ dbt_merge._dest_value(plan, col) }} else {{ src }}.{{ dbt_merge.quote_identifier(source_col) }} end as {{ q }},
+    case when {{ in_target }} then {{ dbt_merge.dest_value(plan, col) }} else {{ src }}.{{ dbt_merge.quote_identifier(source_col) }} end as {{ q }},
     {%- endif %}
     {%- endfor %}
     case
       when not ({{ in_target }}) then
-        {{- " case when " ~ dbt_merge._delete_flag(plan) ~ " then 'X' else 'I' end" if plan.delete_condition else " 'I'" }}
+        {{- " case when " ~ dbt_merge.delete_flag(plan) ~ " then 'X' else 'I' end" if plan.delete_condition else " 'I'" }}
       when not ({{ in_source }}) then
-        {{- " case when " ~ dbt_merge._live(plan) ~ " then 'D' else 'X' end" if plan.soft_delete else " 'D'" }}
-      else {{ dbt_merge._matched_action_sql(plan) }}
+        {{- " case when " ~ dbt_merge.live(plan) ~ " then 'D' else 'X' end" if plan.soft_delete else " 'D'" }}
+      else {{ dbt_merge.matched_action_sql(plan) }}
     end as {{ dbt_merge.quote_identifier(plan.names.action) }}
     {{- dbt_merge._origin_column(plan) }}
   from {{ plan.deduped or plan.stage }} as {{ src }}
   {{ plan.join_type }} join (
     {#- Target rows with a NULL key (made outside the package) can match no source row: they
         stay out of the merge, so full_merge neither deletes nor re-inserts them. #}
-    select * from {{ plan.scope or plan.target }} as {{ dst }} where {{ dbt_merge._target_rows_condition(plan, false) }}
+    select * from {{ plan.scope or plan.target }} as {{ dst }} where {{ dbt_merge.target_rows_condition(plan, false) }}
     {{- dbt_merge.target_key_bounds(plan, dst) if plan.join_type != 'full outer' }}
   ) as {{ dst }}
     on {{ dbt_merge.key_match(plan.key_columns, src, dst, plan.compare) }}
@@ -66,11 +66,11 @@
 {% macro classify_matched_keys_sql(plan, every_source_row=false) %}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
-  {%- set action = dbt_merge._matched_action_sql(plan) -%}
+  {%- set action = dbt_merge.matched_action_sql(plan) -%}
   {%- if every_source_row -%}
     {%- set insert_flag = 'true' if plan.actions.source_only == 'insert' else 'false' -%}
     {%- if plan.delete_condition and plan.actions.source_only == 'insert' -%}
-      {%- set insert_flag = 'not ' ~ dbt_merge._delete_flag(plan) -%}
+      {%- set insert_flag = 'not ' ~ dbt_merge.delete_flag(plan) -%}
     {%- endif -%}
     {%- set action = 'case when ' ~ dst ~ '.' ~ dbt_merge.quote_identifier(plan.key_columns[0]) ~ ' is null then '
           ~ ("'I'" if insert_flag == 'true' else ("'X'" if insert_flag == 'false'
@@ -85,7 +85,7 @@
     {{- dbt_merge._origin_column(plan) }}
   from {{ plan.deduped or plan.stage }} as {{ src }}
   {{ 'left outer' if every_source_row else 'inner' }} join (
-    select * from {{ plan.scope or plan.target }} as {{ dst }} where {{ dbt_merge._target_rows_condition(plan, false) }}
+    select * from {{ plan.scope or plan.target }} as {{ dst }} where {{ dbt_merge.target_rows_condition(plan, false) }}
     {{- dbt_merge.target_key_bounds(plan, dst) if plan.join_type != 'full outer' }}
   ) as {{ dst }}
     on {{ dbt_merge.key_match(plan.key_columns, src, dst, plan.compare) }}
@@ -102,15 +102,15 @@
 {% endmacro %}
 
 {#- The action of a matched (source row, target row) pair: 'C', 'K', 'U', 'H' or 'N' (see above). -#}
-{% macro _matched_action_sql(plan) %}
+{% macro matched_action_sql(plan) %}
   {%- set parts = ['case'] -%}
   {%- if plan.delete_condition -%}
-    {%- do parts.append('when ' ~ dbt_merge._delete_flag(plan) ~ ' then '
-          ~ ("case when " ~ dbt_merge._live(plan) ~ " then 'C' else 'K' end" if plan.soft_delete else "'C'")) -%}
+    {%- do parts.append('when ' ~ dbt_merge.delete_flag(plan) ~ ' then '
+          ~ ("case when " ~ dbt_merge.live(plan) ~ " then 'C' else 'K' end" if plan.soft_delete else "'C'")) -%}
   {%- endif -%}
   {%- if plan.update_columns -%}
-    {%- do parts.append('when ' ~ dbt_merge._row_changed_condition(plan) ~ ' then '
-          ~ ("case when " ~ dbt_merge._update_allowed(plan) ~ " then 'U' else 'H' end" if plan.update_condition else "'U'")) -%}
+    {%- do parts.append('when ' ~ dbt_merge.row_changed_condition(plan) ~ ' then '
+          ~ ("case when " ~ dbt_merge.update_allowed(plan) ~ " then 'U' else 'H' end" if plan.update_condition else "'U'")) -%}
   {%- endif -%}
   {%- if parts | length == 1 -%}
     {{ return("'N'") }}
@@ -120,35 +120,35 @@
 {% endmacro %}
 
 {#- delete_condition on the source row aliased DBT_INTERNAL_SOURCE (NULL counts as false). -#}
-{% macro _delete_flag(plan) %}
+{% macro delete_flag(plan) %}
   {{ return('coalesce((' ~ plan.delete_condition ~ '), false)') }}
 {% endmacro %}
 
 {#- merge_update_condition on a matched pair (NULL counts as false: the row is held back). -#}
-{% macro _update_allowed(plan) %}
+{% macro update_allowed(plan) %}
   {{ return('coalesce((' ~ plan.update_condition ~ '), false)') }}
 {% endmacro %}
 
 {#- With soft deletes: the target row aliased DBT_INTERNAL_DEST is not soft-deleted (NULL: live).
     Read as the planned schema change leaves it: a column being added is NULL for every row. -#}
-{% macro _live(plan) %}
-  {{ return('not coalesce(' ~ dbt_merge._dest_value(plan,
-      dbt_merge._find_column(plan.soft_delete.column, plan.target_names)) ~ ', false)') }}
+{% macro live(plan) %}
+  {{ return('not coalesce(' ~ dbt_merge.dest_value(plan,
+      dbt_merge.find_column(plan.soft_delete.column, plan.target_names)) ~ ', false)') }}
 {% endmacro %}
 
 {#- True when a matched source row differs from its target row in a column that marks a change
     (merge_check_columns, by default the update columns; NULL-safe; byte for byte, see
     compared_value); always with detect_unchanged=false. -#}
-{% macro _row_changed_condition(plan) %}
+{% macro row_changed_condition(plan) %}
   {%- if not plan.detect_unchanged -%}
     {{ return('(1 = 1)') }}
   {%- endif -%}
   {%- set parts = [] -%}
   {%- for col in plan.check_columns -%}
-    {%- set source_col = dbt_merge._find_column(col, plan.source_names) -%}
+    {%- set source_col = dbt_merge.find_column(col, plan.source_names) -%}
     {%- do parts.append(dbt_merge.changed_condition(
           dbt_merge.compared_value(plan.compare, source_col, 'DBT_INTERNAL_SOURCE.' ~ dbt_merge.quote_identifier(source_col)),
-          dbt_merge.compared_value(plan.compare, source_col, dbt_merge._dest_value(plan, col)))) -%}
+          dbt_merge.compared_value(plan.compare, source_col, dbt_merge.dest_value(plan, col)))) -%}
   {%- endfor -%}
   {{ return('(' ~ parts | join(' or ') ~ ')') }}
 {% endmacro %}
@@ -156,7 +156,7 @@
 {#- A target column's value on a row aliased DBT_INTERNAL_DEST, as the planned schema change
     (applied just before the write) will leave it: NULL in a column being added, converted in a
     column being retyped; the same before and after the ALTER. -#}
-{% macro _dest_value(plan, col) %}
+{% macro dest_value(plan, col) %}
   {%- set schema = plan.schema -%}
   {%- if schema is not none -%}
     {%- for added in schema.added if added.name | lower == col | lower -%}
@@ -181,7 +181,7 @@
    target rows missing from the source ('D') out of the changes: a full outer join reads every
    column of every target row and writes them all to the changes table (measured 9 s); instead
    count_changes counts them (target rows minus matched rows) and apply_changes deletes them with
-   an anti-join on the key; both read only the key columns (see _target_rows_condition). #}
+   an anti-join on the key; both read only the key columns (see target_rows_condition). #}
 {% macro duckdb__classify_changes_sql(plan) %}
   {% if plan.writes_source_rows %}
     {#- Listing every source row pays off when the SELECT is most of the table (a snapshot: most
@@ -204,7 +204,7 @@
 {#- WHERE condition, on the target aliased DBT_INTERNAL_DEST, of the target rows the merge
     considers (key not NULL, within the incremental predicates) and, with missing_from_source,
     only those whose key is not in the source: the rows the full outer join classifies 'D'. -#}
-{% macro _target_rows_condition(plan, missing_from_source) %}
+{% macro target_rows_condition(plan, missing_from_source) %}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set parts = [] -%}

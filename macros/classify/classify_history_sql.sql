@@ -93,7 +93,7 @@
     from {{ plan.deduped or plan.stage }} as {{ src }}
     {{ 'full' if deletes else 'left' }} outer join (
       select * from {{ plan.target }} as {{ dst }}
-      where {{ dbt_merge._target_rows_condition(plan, false) }} and {{ dbt_merge.history_current(plan, dst) }}
+      where {{ dbt_merge.target_rows_condition(plan, false) }} and {{ dbt_merge.history_current(plan, dst) }}
     ) as {{ dst }}
       on {{ dbt_merge.key_match(plan.key_columns, src, dst, plan.compare) }}
     {%- if comes_back %}
@@ -124,10 +124,10 @@
   {%- set q = dbt_merge.quote_identifier -%}
   {%- set parts = [] -%}
   {%- for col in columns -%}
-    {%- set source_col = dbt_merge._find_column(col, plan.source_names) -%}
+    {%- set source_col = dbt_merge.find_column(col, plan.source_names) -%}
     {%- do parts.append(dbt_merge.changed_condition(
           dbt_merge.compared_value(plan.compare, source_col, 'DBT_INTERNAL_SOURCE.' ~ q(source_col)),
-          dbt_merge.compared_value(plan.compare, source_col, dbt_merge._dest_value(plan, col)))) -%}
+          dbt_merge.compared_value(plan.compare, source_col, dbt_merge.dest_value(plan, col)))) -%}
   {%- endfor -%}
   {{ return('(' ~ parts | join(' or ') ~ ')' if parts else 'false') }}
 {% endmacro %}

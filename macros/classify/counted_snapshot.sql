@@ -35,7 +35,7 @@
 
 {#- The id (text) of an Iceberg table's current snapshot as this session sees it, or none before
     its first commit or for a table without snapshots. -#}
-{% macro _current_snapshot(relation) %}
+{% macro current_snapshot(relation) %}
   {{ return(dbt_merge._snapshot_id(dbt_merge._snapshot_property(relation), relation)) }}
 {% endmacro %}
 

@@ -72,8 +72,8 @@
     {#- the soft-delete columns the SELECT lacks are columns it brings (build_merge_plan adds
         them): added to a table without them, kept as they are in a table with them -#}
     {% set brought = source_columns | list %}
-    {% for extra in dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list, target_columns) %}
-      {% set kept = dbt_merge._column_named(extra.column.name, target_columns) %}
+    {% for extra in dbt_merge.soft_delete_extras(cfg, source_columns | map(attribute='name') | list, target_columns) %}
+      {% set kept = dbt_merge.column_named(extra.column.name, target_columns) %}
       {% do brought.append(kept if kept is not none else extra.column) %}
     {% endfor %}
     {#- a history table's own columns (dbt_valid_from, ...) are brought too: kept as they are -#}

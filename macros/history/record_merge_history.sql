@@ -14,7 +14,7 @@
   {% set finished_at = modules.datetime.datetime.utcnow() %}
   {% do dbt_merge.run_statement(dbt_merge.create_merge_history_sql(relation), 'dbt_merge_history') %}
   {% set values = [
-      dbt_merge._sql_string(model.unique_id), dbt_merge._sql_string(strategy), dbt_merge._sql_string(invocation_id),
+      dbt_merge.sql_string(model.unique_id), dbt_merge.sql_string(strategy), dbt_merge.sql_string(invocation_id),
       "cast('" ~ started_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)",
       "cast('" ~ finished_at.strftime('%Y-%m-%d %H:%M:%S.%f') ~ "' as timestamp)",
       stats.inserted, stats.updated, stats.deleted, stats.unchanged,
@@ -130,11 +130,11 @@
     {% do dbt_merge._add_versions_column(relation) %}
     {{ return(true) }}
   {% endif %}
-  {{ return(dbt_merge._find_column('versions', dbt_merge.relation_columns(relation) | map(attribute='name') | list) is not none) }}
+  {{ return(dbt_merge.find_column('versions', dbt_merge.relation_columns(relation) | map(attribute='name') | list) is not none) }}
 {% endmacro %}
 
 {% macro _add_versions_column(relation) %}
-  {% if dbt_merge._find_column('versions', dbt_merge.relation_columns(relation) | map(attribute='name') | list) is none %}
+  {% if dbt_merge.find_column('versions', dbt_merge.relation_columns(relation) | map(attribute='name') | list) is none %}
     {% do dbt_merge.alter_target_columns(relation, add=[api.Column.create('versions', 'bigint')], remove=[], retype=[]) %}
   {% endif %}
 {% endmacro %}
@@ -236,8 +236,8 @@
 {#- (column, type) of the history table. -#}
 {% macro merge_history_columns() %}
   {{ return([
-      ('model_unique_id', dbt_merge._history_type('string')), ('strategy', dbt_merge._history_type('string')),
-      ('invocation_id', dbt_merge._history_type('string')), ('started_at', 'timestamp'), ('finished_at', 'timestamp'),
+      ('model_unique_id', dbt_merge.history_type('string')), ('strategy', dbt_merge.history_type('string')),
+      ('invocation_id', dbt_merge.history_type('string')), ('started_at', 'timestamp'), ('finished_at', 'timestamp'),
       ('inserted', 'bigint'), ('updated', 'bigint'), ('deleted', 'bigint'), ('unchanged', 'bigint'),
       ('held_back', 'bigint'), ('total', 'bigint')]) }}
 {% endmacro %}
@@ -259,28 +259,28 @@
 {% endmacro %}
 
 {#- A SQL string literal. -#}
-{% macro _sql_string(value) %}
-  {{ return(adapter.dispatch('_sql_string', 'dbt_merge')(value)) }}
+{% macro sql_string(value) %}
+  {{ return(adapter.dispatch('sql_string', 'dbt_merge')(value)) }}
 {% endmacro %}
 
-{% macro default___sql_string(value) %}
+{% macro default__sql_string(value) %}
   {{ return("'" ~ (value | string | replace("'", "''")) ~ "'") }}
 {% endmacro %}
 
 {# Spark reads '' inside a literal as two adjacent literals; it escapes with a backslash. #}
-{% macro spark___sql_string(value) %}
+{% macro spark__sql_string(value) %}
   {{ return("'" ~ (value | string | replace('\\', '\\\\') | replace("'", "\\'")) ~ "'") }}
 {% endmacro %}
 
-{% macro _history_type(logical) %}
-  {{ return(adapter.dispatch('_history_type', 'dbt_merge')(logical)) }}
+{% macro history_type(logical) %}
+  {{ return(adapter.dispatch('history_type', 'dbt_merge')(logical)) }}
 {% endmacro %}
 
-{% macro default___history_type(logical) %}
+{% macro default__history_type(logical) %}
   {{ return('varchar' if logical == 'string' else logical) }}
 {% endmacro %}
 
-{% macro spark___history_type(logical) %}
+{% macro spark__history_type(logical) %}
   {{ return(logical) }}
 {% endmacro %}
 

@@ -15,7 +15,7 @@
     {% do dbt_merge._check_soft_delete_types(cfg, relations.target,
         schema.target_columns if schema is not none else source_columns, built=schema is none) %}
   {% endif %}
-  {% set extras = dbt_merge._soft_delete_extras(cfg, source_columns | map(attribute='name') | list,
+  {% set extras = dbt_merge.soft_delete_extras(cfg, source_columns | map(attribute='name') | list,
                                                 schema.target_columns if schema is not none else none) %}
   {% set source_columns = source_columns + extras | map(attribute='column') | list %}
   {% set source_names = source_columns | map(attribute='name') | list %}
@@ -26,7 +26,7 @@
   {% endif %}
   {% if cfg.soft_delete and schema is not none %}
     {% for col in [cfg.soft_delete.column, cfg.soft_delete.timestamp_column] if col %}
-      {% if dbt_merge._find_column(col, target_names) is none %}
+      {% if dbt_merge.find_column(col, target_names) is none %}
         {{ dbt_merge.raise_merge_error("soft_delete column '" ~ col ~ "' is not a column of the target " ~ relations.target
             ~ ". Add it with on_schema_change='append_new_columns', or rebuild the table with --full-refresh. "
             ~ "The target was not changed.") }}
@@ -36,12 +36,12 @@
 
   {% set key_columns = [] %}
   {% for key in cfg.unique_key %}
-    {% set in_source = dbt_merge._find_column(key, source_names) %}
+    {% set in_source = dbt_merge.find_column(key, source_names) %}
     {% if in_source is none %}
       {{ dbt_merge.raise_merge_error("unique_key column '" ~ key ~ "' is not in the model's SELECT (columns: "
           ~ source_names | join(', ') ~ "). Add it to the SELECT or fix unique_key.") }}
     {% endif %}
-    {% if dbt_merge._find_column(key, target_names) is none %}
+    {% if dbt_merge.find_column(key, target_names) is none %}
       {{ dbt_merge.raise_merge_error("unique_key column '" ~ key ~ "' is not in the target table "
           ~ relations.target ~ " (columns: " ~ target_names | join(', ') ~ "). "
           ~ "Run with --full-refresh to rebuild the table with the new key.") }}
@@ -53,8 +53,8 @@
   {#- the target's generated columns are computed, never written (target_write_limits) -#}
   {% set limits = (schema.get('limits') if schema is not none else none) or {'generated': [], 'referenced_by': []} %}
   {% set generated = [] %}
-  {% for col in limits.generated if dbt_merge._find_column(col, target_names) is not none %}
-    {% if dbt_merge._find_column(col, source_names) is not none %}
+  {% for col in limits.generated if dbt_merge.find_column(col, target_names) is not none %}
+    {% if dbt_merge.find_column(col, source_names) is not none %}
       {{ dbt_merge.raise_merge_error("column '" ~ col ~ "' is a generated column of the target " ~ relations.target
           ~ ": the table computes its value, so no merge can write it. Remove it from the SELECT. "
           ~ "The target was not changed.") }}
@@ -75,7 +75,7 @@
       minus the keys, narrowed by merge_update_columns / merge_exclude_columns. -#}
   {% set updatable = [] %}
   {% for col in target_names %}
-    {% if col | lower not in key_lower and dbt_merge._find_column(col, source_names) is not none %}
+    {% if col | lower not in key_lower and dbt_merge.find_column(col, source_names) is not none %}
       {% do updatable.append(col) %}
     {% endif %}
   {% endfor %}
@@ -83,7 +83,7 @@
   {% set option = 'merge_update_columns' if cfg.update_columns is not none else 'merge_exclude_columns' %}
   {% set chosen_lower = [] %}
   {% for col in chosen %}
-    {% if dbt_merge._find_column(col, updatable) is none %}
+    {% if dbt_merge.find_column(col, updatable) is none %}
       {{ dbt_merge.raise_merge_error(option ~ " names column '" ~ col ~ "', which is not a non-key column "
           ~ "of both the SELECT and the target (those are: " ~ updatable | join(', ') ~ "). Fix " ~ option ~ ".") }}
     {% endif %}
@@ -105,7 +105,7 @@
   {% set check_columns = [] %}
   {% if cfg.check_columns is not none %}
     {% for col in cfg.check_columns %}
-      {% set found = dbt_merge._find_column(col, updatable) %}
+      {% set found = dbt_merge.find_column(col, updatable) %}
       {% if found is none %}
         {{ dbt_merge.raise_merge_error("merge_check_columns names column '" ~ col ~ "', which is not a non-key column "
             ~ "of both the SELECT and the target (those are: " ~ updatable | join(', ') ~ "). Fix merge_check_columns.") }}
@@ -211,7 +211,7 @@
   {% set retyped = schema.retyped | map(attribute='column') | map(attribute='name') | map('lower') | list %}
   {% for col in source_columns %}
     {% set match = schema.target_columns | selectattr('name', 'equalto',
-                     dbt_merge._find_column(col.name, schema.target_columns | map(attribute='name') | list)) | list %}
+                     dbt_merge.find_column(col.name, schema.target_columns | map(attribute='name') | list)) | list %}
     {% if match and match[0].name | lower not in retyped %}
       {% set source_type = col.dtype | lower | replace(' ', '') %}
       {% set target_type = match[0].dtype | lower | replace(' ', '') %}
@@ -227,7 +227,7 @@
 
 
 {#- The column of `names` equal to `name` ignoring case (both engines fold identifiers), or none. -#}
-{% macro _find_column(name, names) %}
+{% macro find_column(name, names) %}
   {% for candidate in names %}
     {% if candidate | lower == name | lower %}
       {{ return(candidate) }}
@@ -238,15 +238,15 @@
 
 
 {#- The column of `columns` (dbt Columns) named `name` ignoring case, or none. -#}
-{% macro _column_named(name, columns) %}
-  {% set found = dbt_merge._find_column(name, (columns or []) | map(attribute='name') | list) %}
+{% macro column_named(name, columns) %}
+  {% set found = dbt_merge.find_column(name, (columns or []) | map(attribute='name') | list) %}
   {{ return((columns or []) | selectattr('name', 'equalto', found) | first if found is not none else none) }}
 {% endmacro %}
 
 
 {#- 'col', 'col desc', 'col asc' (a column name may contain spaces) -> {column, descending}. -#}
 {% macro _parse_order_term(term, source_names, key_lower) %}
-  {% set column = dbt_merge._find_column(term, source_names) %}
+  {% set column = dbt_merge.find_column(term, source_names) %}
   {% set descending = false %}
   {% if column is none %}
     {% set words = term.split() %}
@@ -257,9 +257,9 @@
           first drop only the one space before asc/desc, then any -#}
       {% set base = term.rstrip() %}
       {% set head = base[:base | length - last | length] %}
-      {% set column = dbt_merge._find_column(head[:-1], source_names) if head[-1:].isspace() else none %}
+      {% set column = dbt_merge.find_column(head[:-1], source_names) if head[-1:].isspace() else none %}
       {% if column is none %}
-        {% set column = dbt_merge._find_column(head.rstrip(), source_names) %}
+        {% set column = dbt_merge.find_column(head.rstrip(), source_names) %}
       {% endif %}
     {% endif %}
   {% endif %}
@@ -279,13 +279,13 @@
 {#- [{column (a dbt Column), sql}] for the soft-delete columns the SELECT lacks. Typed as the
     target's column when it has one (`target_columns`, dbt Columns; a TIMESTAMPTZ deleted_at gets
     a TIMESTAMPTZ NULL), else boolean and timestamp. -#}
-{% macro _soft_delete_extras(cfg, source_names, target_columns=none) %}
+{% macro soft_delete_extras(cfg, source_names, target_columns=none) %}
   {% set extras = [] %}
   {% if cfg.soft_delete %}
     {% for name, data_type, value in [(cfg.soft_delete.column, 'boolean', 'false'),
                                       (cfg.soft_delete.timestamp_column, 'timestamp', 'null')] %}
-      {% if name and dbt_merge._find_column(name, source_names) is none %}
-        {% set kept = dbt_merge._column_named(name, target_columns) %}
+      {% if name and dbt_merge.find_column(name, source_names) is none %}
+        {% set kept = dbt_merge.column_named(name, target_columns) %}
         {% set typed = kept.dtype if kept is not none else data_type %}
         {% do extras.append({'column': api.Column.create(name, typed),
                              'sql': 'cast(' ~ value ~ ' as ' ~ typed ~ ')'}) %}
@@ -307,7 +307,7 @@
                      'uinteger', 'ubigint', 'uhugeint', 'int1', 'int2', 'int4', 'int8'] %}
   {% for option, name in [('soft_delete_column', cfg.soft_delete.column),
                           ('soft_delete_timestamp_column', cfg.soft_delete.timestamp_column)] if name %}
-    {% set found = dbt_merge._column_named(name, target_columns) %}
+    {% set found = dbt_merge.column_named(name, target_columns) %}
     {% set dtype = (found.dtype | string | lower | trim) if found is not none else none %}
     {% if dtype is not none %}
       {% if option == 'soft_delete_column' %}
@@ -341,7 +341,7 @@
   {% for ref in dbt_merge.alias_references(condition) %}
     {% set source_side = ref.alias == 'DBT_INTERNAL_SOURCE' %}
     {% set names = source_names if source_side else target_names %}
-    {% if dbt_merge._find_column(ref.column, names) is none %}
+    {% if dbt_merge.find_column(ref.column, names) is none %}
       {{ dbt_merge.raise_merge_error(option | replace('update_condition', 'merge_update_condition') ~ " names "
           ~ ref.alias ~ "." ~ ref.column ~ ", which is not a column of the "
           ~ ("model's SELECT" if source_side else "target") ~ " (columns: " ~ names | join(', ') ~ "). Fix the condition.") }}

@@ -61,7 +61,7 @@
     {% set reason = rewritten ~ ' of ' ~ target_rows ~ ' rows updated or deleted, ' ~ kept
                     ~ ' matched rows left as they are' %}
   {% endif %}
-  {% set staging = dbt_merge._table_wap_settings(plan) if write == 'overwrite' and storage.provider == 'iceberg' else [] %}
+  {% set staging = dbt_merge.table_wap_settings(plan) if write == 'overwrite' and storage.provider == 'iceberg' else [] %}
   {% if staging %}
     {#- the overwrite would be staged or go to the WAP branch, where its commit cannot be checked
         against the snapshot the merge counted; MERGE INTO writes as the session asks -#}

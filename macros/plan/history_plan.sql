@@ -57,18 +57,18 @@
   {% set source_names = source_columns | map(attribute='name') | list %}
   {% set time_type = 'timestamp' %}
   {% if history.updated_at %}
-    {% set found = dbt_merge._find_column(history.updated_at, source_names) %}
+    {% set found = dbt_merge.find_column(history.updated_at, source_names) %}
     {% if found is not none %}
       {% set time_type = (source_columns | selectattr('name', 'equalto', found) | first).dtype %}
     {% endif %}
   {% endif %}
   {% set target_names = (target_columns or []) | map(attribute='name') | list %}
   {% set columns = [] %}
-  {% for role, data_type in [('dbt_scd_id', dbt_merge._history_type('string')), ('dbt_updated_at', time_type),
+  {% for role, data_type in [('dbt_scd_id', dbt_merge.history_type('string')), ('dbt_updated_at', time_type),
                              ('dbt_valid_from', time_type), ('dbt_valid_to', time_type),
-                             ('dbt_is_deleted', dbt_merge._history_type('string'))] %}
+                             ('dbt_is_deleted', dbt_merge.history_type('string'))] %}
     {% set name = history.columns[role] %}
-    {% set kept = dbt_merge._find_column(name, target_names) %}
+    {% set kept = dbt_merge.find_column(name, target_names) %}
     {% if role != 'dbt_is_deleted' or history.hard_deletes == 'new_record' or kept is not none %}
       {% set column = (target_columns | selectattr('name', 'equalto', kept) | first) if kept is not none
                       else api.Column.create(name, data_type) %}
@@ -92,27 +92,27 @@
   {% set source_names = source_columns | map(attribute='name') | list %}
   {% set updated_at = none %}
   {% if history.updated_at %}
-    {% set updated_at = dbt_merge._find_column(history.updated_at, source_names) %}
+    {% set updated_at = dbt_merge.find_column(history.updated_at, source_names) %}
     {% if updated_at is none %}
       {{ dbt_merge.raise_merge_error("updated_at column '" ~ history.updated_at ~ "' is not in the model's SELECT "
           ~ "(columns: " ~ source_names | join(', ') ~ "). Add it to the SELECT or fix updated_at.") }}
     {% endif %}
     {% set data_type = (source_columns | selectattr('name', 'equalto', updated_at) | first).dtype %}
-    {% if dbt_merge._type_family(data_type) != 'temporal' or data_type | lower | trim in ['time', 'time with time zone', 'timetz'] %}
+    {% if dbt_merge.type_family(data_type) != 'temporal' or data_type | lower | trim in ['time', 'time with time zone', 'timetz'] %}
       {{ dbt_merge.raise_merge_error("updated_at column '" ~ updated_at ~ "' has type " ~ data_type ~ ", but a version "
           ~ "is valid from its value, which must be a date or a timestamp. Cast it in the SELECT (e.g. cast("
           ~ updated_at ~ " as timestamp)).") }}
     {% endif %}
   {% endif %}
   {% set meta = dbt_merge.history_columns(cfg, source_columns, schema.target_columns if schema is not none else none) %}
-  {% for m in meta if dbt_merge._find_column(m.name, source_names) is not none %}
-    {{ dbt_merge.raise_merge_error("the model's SELECT has a column '" ~ dbt_merge._find_column(m.name, source_names)
+  {% for m in meta if dbt_merge.find_column(m.name, source_names) is not none %}
+    {{ dbt_merge.raise_merge_error("the model's SELECT has a column '" ~ dbt_merge.find_column(m.name, source_names)
         ~ "', which strategy 'history' writes itself (" ~ m.role ~ "). Rename it in the SELECT, or give the history "
         ~ "column another name with snapshot_meta_column_names={'" ~ m.role ~ "': '<name>'}.") }}
   {% endfor %}
   {% set cols = {'dbt_is_deleted': none} %}
   {% for m in meta %}
-    {% if schema is not none and dbt_merge._find_column(m.name, target_names) is none %}
+    {% if schema is not none and dbt_merge.find_column(m.name, target_names) is none %}
       {% if m.role != 'dbt_is_deleted' %}
         {{ dbt_merge.raise_merge_error("the target " ~ relations.target ~ " has no column '" ~ m.name ~ "' (" ~ m.role
             ~ "), so it is not a history table (columns: " ~ target_names | join(', ') ~ "). Merge into the history "
@@ -123,7 +123,7 @@
           ~ "hard_deletes='new_record' writes. Add it with on_schema_change='append_new_columns' (past versions get "
           ~ "NULL: not deleted), as dbt snapshots do. The target was not changed.") }}
     {% endif %}
-    {% do cols.update({m.role: dbt_merge._find_column(m.name, target_names) if schema is not none else m.name}) %}
+    {% do cols.update({m.role: dbt_merge.find_column(m.name, target_names) if schema is not none else m.name}) %}
   {% endfor %}
   {% set time_column = meta | selectattr('role', 'equalto', 'dbt_valid_from') | first %}
   {% set meta_lower = meta | map(attribute='name') | map('lower') | list %}
@@ -137,7 +137,7 @@
       non-key column the SELECT and the table share); unset, every such column without
       updated_at, none with it (a newer updated_at is the change, dbt's timestamp strategy) -#}
   {% set shared = [] %}
-  {% for col in data if col | lower not in key_lower and dbt_merge._find_column(col, source_names) is not none %}
+  {% for col in data if col | lower not in key_lower and dbt_merge.find_column(col, source_names) is not none %}
     {% do shared.append(col) %}
   {% endfor %}
   {% set compare = [] %}
@@ -145,7 +145,7 @@
     {% set compare = shared %}
   {% elif history.check_columns is not none %}
     {% for col in history.check_columns %}
-      {% set found = dbt_merge._find_column(col, shared) %}
+      {% set found = dbt_merge.find_column(col, shared) %}
       {% if found is none %}
         {{ dbt_merge.raise_merge_error("merge_check_columns names column '" ~ col ~ "', which is not a non-key column "
             ~ "of both the SELECT and the target (those are: " ~ shared | join(', ') ~ "). Fix merge_check_columns.") }}
@@ -160,7 +160,7 @@
   {% set same_time = compare | list %}
   {% if not compare and updated_at %}
     {% for col in shared %}
-      {% set source_col = source_columns | selectattr('name', 'equalto', dbt_merge._find_column(col, source_names)) | first %}
+      {% set source_col = source_columns | selectattr('name', 'equalto', dbt_merge.find_column(col, source_names)) | first %}
       {% if adapter.dispatch('_history_comparable', 'dbt_merge')(source_col.dtype) %}
         {% do same_time.append(col) %}
       {% endif %}
@@ -205,7 +205,7 @@
 {#- SQL: the row aliased `alias` is a live current version the merge considers: current, within
     incremental_predicates, not a deletion record (what max_delete_fraction is a fraction of). -#}
 {% macro history_live(plan, alias) %}
-  {{ return('((' ~ dbt_merge._target_rows_condition(plan, false) ~ ') and ' ~ dbt_merge.history_current(plan, alias)
+  {{ return('((' ~ dbt_merge.target_rows_condition(plan, false) ~ ') and ' ~ dbt_merge.history_current(plan, alias)
             ~ ' and not (' ~ dbt_merge.history_deleted(plan, alias) ~ '))') }}
 {% endmacro %}
 
@@ -254,7 +254,7 @@
   {%- set start = dbt_merge.history_time(plan, src ~ '.' ~ dbt_merge.quote_identifier(h.updated_at) if h.updated_at else h.run_time) -%}
   {%- set values = {'dbt_scd_id': dbt_merge.history_scd_id(plan, src ~ '.', start), 'dbt_updated_at': start,
                     'dbt_valid_from': start, 'dbt_valid_to': dbt_merge.history_open_end(plan),
-                    'dbt_is_deleted': "cast('False' as " ~ dbt_merge._history_type('string') ~ ")"} -%}
+                    'dbt_is_deleted': "cast('False' as " ~ dbt_merge.history_type('string') ~ ")"} -%}
   {%- set select_list = [] -%}
   {%- for col in plan.source_names -%}
     {%- do select_list.append(src ~ '.' ~ dbt_merge.quote_identifier(col)) -%}

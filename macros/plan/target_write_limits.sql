@@ -24,13 +24,13 @@
       look-alike's columns or constraints, or missed `ΑΣ` and `İT`: red team helper-88) -#}
   {% if 'generated always' in sql %}
     {% for row in dbt_merge.run_sql("select column_name from duckdb_columns() where "
-          ~ dbt_merge._duckdb_table_named(relation) ~ " and is_generated").rows %}
+          ~ dbt_merge.duckdb_table_named(relation) ~ " and is_generated").rows %}
       {% do limits.generated.append(row[0]) %}
     {% endfor %}
   {% endif %}
   {% if definition and (definition.has_primary_key or 'unique' in sql) %}
     {% for row in dbt_merge.run_sql("select table_name from duckdb_constraints() where "
-          ~ dbt_merge._duckdb_table_named(relation, 'referenced_table') ~ " and constraint_type = 'FOREIGN KEY'").rows %}
+          ~ dbt_merge.duckdb_table_named(relation, 'referenced_table') ~ " and constraint_type = 'FOREIGN KEY'").rows %}
       {% do limits.referenced_by.append(row[0]) %}
     {% endfor %}
   {% endif %}

@@ -19,7 +19,7 @@
   {% endif %}
   {% set source_names = source_columns | map(attribute='name') | list %}
   {% for col in source_columns %}
-    {% set match = target_columns | selectattr('name', 'equalto', dbt_merge._find_column(col.name, target_names)) | list %}
+    {% set match = target_columns | selectattr('name', 'equalto', dbt_merge.find_column(col.name, target_names)) | list %}
     {% if not match %}
       {% do changes.added.append(col) %}
     {% elif match[0].data_type | lower != col.data_type | lower and not dbt_merge._untyped(col.data_type) %}
@@ -27,7 +27,7 @@
     {% endif %}
   {% endfor %}
   {% for col in target_columns %}
-    {% if dbt_merge._find_column(col.name, source_names) is none %}
+    {% if dbt_merge.find_column(col.name, source_names) is none %}
       {% do changes.removed.append(col) %}
     {% endif %}
   {% endfor %}

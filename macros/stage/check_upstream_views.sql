@@ -126,7 +126,7 @@
                  ~ " views the SELECT reads cannot be told. Set spark.sql.redaction.string.regex, for the session"
                  ~ " dbt runs in, to a pattern that matches no database, view or plan node name the model reads" %}
   {% elif unreadable.reason == 'cut short' %}
-    {% set unraised = dbt_merge._plan_length_not_raised() %}
+    {% set unraised = dbt_merge.plan_length_not_raised() %}
     {% set why = "Spark prints its plan cut short (spark.sql.maxPlanStringLength), and the merge could not print"
                  ~ " it in full " ~ unraised.why ~ ", so the views the SELECT reads cannot be told. "
                  ~ unraised.fix ~ ", for the session dbt runs in" %}
@@ -147,7 +147,7 @@
 {% macro _views_read(sql, cfg, target, plan_text=none) %}
   {% set conditions = dbt_merge._view_conditions(cfg, target) %}
   {% if not conditions %}
-    {% set read = dbt_merge._parse_plan_views(plan_text) if plan_text is not none else dbt_merge._plan_views(sql) %}
+    {% set read = dbt_merge.parse_plan_views(plan_text) if plan_text is not none else dbt_merge._plan_views(sql) %}
     {% do read.update({'reader': "the model's SELECT"}) %}
     {{ return(read) }}
   {% endif %}
@@ -209,22 +209,22 @@
     more with spark.sql.maxPlanStringLength raised for that statement, then put back as it was. -#}
 {% macro _plan_views(sql) %}
   {% set explain = 'explain extended ' ~ sql %}
-  {% set found = dbt_merge._parse_plan_views(dbt_merge.run_sql(explain, 'dbt_merge_views').rows | map(attribute=0) | join('\n')) %}
+  {% set found = dbt_merge.parse_plan_views(dbt_merge.run_sql(explain, 'dbt_merge_views').rows | map(attribute=0) | join('\n')) %}
   {% if found.unreadable and found.unreadable.reason == 'cut short' %}
-    {% set found = dbt_merge._parse_plan_views(dbt_merge._explain_at_full_length(explain, 'dbt_merge_views')) %}
+    {% set found = dbt_merge.parse_plan_views(dbt_merge.explain_at_full_length(explain, 'dbt_merge_views')) %}
   {% endif %}
   {{ return(found) }}
 {% endmacro %}
 
 {#- The text of an EXPLAIN statement run with spark.sql.maxPlanStringLength raised for that one
-    statement, then put back as it was: for a plan Spark printed cut short (_plan_cut_short).
+    statement, then put back as it was: for a plan Spark printed cut short (plan_cut_short).
     The setting is the session's, which other threads share: one that read it while another had
     it raised put the raised value back at its end, and the user's length was gone (red team
     helper-44, 4 threads). So the raised value carries the user's: 2,000,000,000 plus it, read
     back by any thread as the user's, and every thread puts back the user's own; one whose
     EXPLAIN ran after another had put it back runs it again (a few times). A length written so
     that it cannot be read here (or too large to carry) is raised and put back as before. -#}
-{% macro _explain_at_full_length(explain, name) %}
+{% macro explain_at_full_length(explain, name) %}
   {% set setting = 'spark.sql.maxPlanStringLength' %}
   {% set raised = 2000000000 %}
   {% set read = dbt_merge.session_setting(setting, name) %}
@@ -246,7 +246,7 @@
   {% set original = bytes - raised if bytes >= raised else bytes %}
   {% set put_back = (original | string) if bytes >= raised else value %}
   {% set result = namespace(text='') %}
-  {% for attempt in range(5) if attempt == 0 or dbt_merge._plan_cut_short(result.text) %}
+  {% for attempt in range(5) if attempt == 0 or dbt_merge.plan_cut_short(result.text) %}
     {% do dbt_merge.keep_session_conf({setting: raised + original}) %}
     {% set result.text = dbt_merge.run_sql(explain, name).rows | map(attribute=0) | join('\n') %}
   {% endfor %}
@@ -254,12 +254,12 @@
   {{ return(result.text) }}
 {% endmacro %}
 
-{#- Why a plan stays cut short after _explain_at_full_length, and the fix, for the messages of
+{#- Why a plan stays cut short after explain_at_full_length, and the fix, for the messages of
     the readers that then cannot read it (the upstream views', the cached target's): the session
     shows the length redacted, so it was not raised, or it was raised and something else set it
     back before each EXPLAIN ran (red team helper-72: the message blamed a redaction regex the
     user had not set). Read once more, on the refusal only. -#}
-{% macro _plan_length_not_raised() %}
+{% macro plan_length_not_raised() %}
   {% if dbt_merge.session_setting('spark.sql.maxPlanStringLength').redacted %}
     {{ return({'why': "(it raises the setting for one statement only when it can read the value to put back, not"
                       ~ " when spark.sql.redaction.options.regex shows it redacted)",
@@ -274,7 +274,7 @@
 {#- Whether Spark printed a plan cut short (spark.sql.maxPlanStringLength): it ends with
     `... N more characters`, or, for a length too small to hold that, is only `Truncated plan
     of N characters` (red team helper-48: lengths up to about 30 refused every merge). -#}
-{% macro _plan_cut_short(text) %}
+{% macro plan_cut_short(text) %}
   {{ return(modules.re.search('[.][.][.] \\d+ more characters\\s*$', text) is not none
             or modules.re.match('^\\s*Truncated plan of \\d+ characters\\s*$', text) is not none) }}
 {% endmacro %}
@@ -283,7 +283,7 @@
     line gives a view; a section missing (the text cut short, or its headers redacted), a node
     name Spark redacted, or a View line that does not read as one make the plan unreadable,
     never viewless. -#}
-{% macro _parse_plan_views(text) %}
+{% macro parse_plan_views(text) %}
   {% set redacted = '*********(redacted)' %}
   {% set head, tail = '== Analyzed Logical Plan ==\n', '\n== Optimized Logical Plan ==' %}
   {% set result = {'views': [], 'tables': [], 'unreadable': none, 'error': none} %}
@@ -295,7 +295,7 @@
   {% endif %}
   {% set analyzed = text.split(head, 1)[1] if head in text else '' %}
   {% if tail not in analyzed and modules.re.match('^[a-z][\\w$]*(\\.[\\w$]+)+(Exception|Error): ', analyzed)
-        and not dbt_merge._plan_cut_short(text) %}
+        and not dbt_merge.plan_cut_short(text) %}
     {#- Spark could not analyze it: its error (a Java exception, and no later section) -#}
     {% do result.update({'error': analyzed.split('\n')[0] | trim}) %}
     {{ return(result) }}

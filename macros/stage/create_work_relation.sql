@@ -62,7 +62,7 @@
     {% do dbt_merge.run_statement('drop view if exists ' ~ relation) %}
     {#- the cause as the session shows it now (red team helper-73: this message blamed the
         redaction regex where something else had set the length back) -#}
-    {% set unraised = dbt_merge._plan_length_not_raised() %}
+    {% set unraised = dbt_merge.plan_length_not_raised() %}
     {{ dbt_merge.raise_merge_error("this Spark session prints query plans cut short (spark.sql.maxPlanStringLength), "
         ~ "and the merge could not print its staged SELECT's plan in full " ~ unraised.why ~ ". The merge reads "
         ~ "that plan to know that the SELECT keeps the rows the checks saw until the write. " ~ unraised.fix
@@ -114,10 +114,10 @@
   {% set texts = [] %}
   {% for attempt in range(2) %}
     {% set text = dbt_merge.run_sql(explain, 'dbt_merge_conf').rows | map(attribute=0) | join('\n') %}
-    {% if dbt_merge._plan_cut_short(text) %}
-      {% set text = dbt_merge._explain_at_full_length(explain, 'dbt_merge_conf') %}
+    {% if dbt_merge.plan_cut_short(text) %}
+      {% set text = dbt_merge.explain_at_full_length(explain, 'dbt_merge_conf') %}
     {% endif %}
-    {% if dbt_merge._plan_cut_short(text) %}
+    {% if dbt_merge.plan_cut_short(text) %}
       {{ return({'stored': none, 'text': none, 'cut': true}) }}
     {% endif %}
     {% if '*********(redacted)' in text or not modules.re.search('#\\d', text) %}
@@ -255,7 +255,7 @@
   {#- cached as the session compresses caches (one statement), then, when the estimate says the
       SELECT is large or cannot say, cached again without compression (cache_lazy): a small
       SELECT costs no setting read, set and put back. The probe also reads whether the session
-      runs Iceberg's SQL extensions (a static setting: `session`, read by _iceberg_extensions),
+      runs Iceberg's SQL extensions (a static setting: `session`, read by iceberg_extensions),
       through Spark's variable substitution (${...} in the SQL text is the setting's value, '' when
       unset): one statement fewer than a `set` read. A session that turned substitution off
       (spark.sql.variable.substitute=false) prints the text unchanged: then it is read with `set`
@@ -280,13 +280,13 @@
                  ~ 'from range(1) join range(1) on exists (select 1 from ' ~ relation ~ ')'
                  ~ (' and exists (select 1 from ' ~ target ~ ')' if target is not none else '') %}
   {% set plan_text = dbt_merge.run_sql(probe, 'dbt_merge_work_table').rows | map(attribute=0) | join('\n') %}
-  {% if target is not none and dbt_merge._plan_cut_short(plan_text) %}
+  {% if target is not none and dbt_merge.plan_cut_short(plan_text) %}
     {#- printed cut short: a cached target could be in the part cut; printed once more in full -#}
-    {% set plan_text = dbt_merge._explain_at_full_length(probe, 'dbt_merge_work_table') %}
+    {% set plan_text = dbt_merge.explain_at_full_length(probe, 'dbt_merge_work_table') %}
   {% endif %}
   {% set session = none %}
   {#- (a value shown redacted, which substitution gives too, is not known: read again when needed,
-      _iceberg_extensions) -#}
+      iceberg_extensions) -#}
   {% set shown = plan_text.split(' AS dbt_merge_extensions')[0].split('\n')[-1] %}
   {% if ' AS dbt_merge_extensions' in plan_text and '${spark.sql.extensions}' not in plan_text
         and '*********(redacted)' not in shown %}
@@ -314,9 +314,9 @@
     {#- the probe failed analysis (a non-deterministic SELECT): the target asked alone -#}
     {% set target_plan = dbt_merge.run_sql('explain cost select 1 from ' ~ target, 'dbt_merge_work_table').rows
                          | map(attribute=0) | join('\n') %}
-    {% if dbt_merge._plan_cut_short(target_plan) %}
+    {% if dbt_merge.plan_cut_short(target_plan) %}
       {#- printed cut short, as the probe above (red team helper-44: refused as unreadable) -#}
-      {% set target_plan = dbt_merge._explain_at_full_length('explain cost select 1 from ' ~ target, 'dbt_merge_work_table') %}
+      {% set target_plan = dbt_merge.explain_at_full_length('explain cost select 1 from ' ~ target, 'dbt_merge_work_table') %}
     {% endif %}
     {% set cached_target = dbt_merge._cached_v2_scans(target_plan, 0) %}
     {% if cached_target %}
@@ -327,7 +327,7 @@
     {#- the copies failed runs left (finish_interrupted_write does not look for them on every run
         of a table MERGE INTO writes) -#}
     {% set copy_prefix = (target.identifier ~ '__dbt_merge_s_') | lower %}
-    {% for work in dbt_merge._leftover_work_tables(target) if (work.relation.identifier | lower).startswith(copy_prefix) %}
+    {% for work in dbt_merge.leftover_work_tables(target) if (work.relation.identifier | lower).startswith(copy_prefix) %}
       {% do dbt_merge.run_statement('drop table if exists ' ~ work.relation, 'dbt_merge_leftovers') %}
     {% endfor %}
   {% endif %}
@@ -482,7 +482,7 @@
     {% endif %}
   {% endfor %}
   {#- cut short: the part cut could hold a cached relation; with a part redacted too, both named -#}
-  {% if dbt_merge._plan_cut_short(plan_text) %}
+  {% if dbt_merge.plan_cut_short(plan_text) %}
     {{ return('cut short and redacted' if seen.v2 == 'unreadable' else 'cut short') }}
   {% endif %}
   {{ return(seen.v2) }}
@@ -492,11 +492,11 @@
     anything is written; the user's cache is theirs (not uncached here). -#}
 {% macro _refuse_cached_target(target, state=true) %}
   {% if state in ('cut short', 'cut short and redacted') %}
-    {#- still cut short after _explain_at_full_length: the length could not be raised for the EXPLAIN,
+    {#- still cut short after explain_at_full_length: the length could not be raised for the EXPLAIN,
         since the session shows it redacted (spark.sql.redaction.options.regex matches the user's
         value, or the raised one another thread of the run has set for a moment: red team
         helper-71, a value regex of ten digits), or a plan longer than Spark prints at all -#}
-    {% set unraised = dbt_merge._plan_length_not_raised() %}
+    {% set unraised = dbt_merge.plan_length_not_raised() %}
     {{ dbt_merge.raise_merge_error("cannot check whether the target " ~ target ~ " is cached in this Spark"
         ~ " session (a cached Iceberg target would be counted from its cached rows): Spark prints the plan cut"
         ~ " short (spark.sql.maxPlanStringLength), and the merge could not print it in full " ~ unraised.why

@@ -21,8 +21,8 @@
   {% endif %}
   {% set action = dbt_merge.quote_identifier(plan.names.action) %}
   {% set row = dbt_merge.run_sql(
-      "select " ~ dbt_merge._action_sums(plan, ['I', 'U', 'N', 'H', 'C', 'K']) ~ ",
-         " ~ dbt_merge._distinct_keys_sql(plan, action ~ " in ('U', 'N', 'H', 'C', 'K')") ~ " as matched_keys,
+      "select " ~ dbt_merge.action_sums(plan, ['I', 'U', 'N', 'H', 'C', 'K']) ~ ",
+         " ~ dbt_merge.distinct_keys_sql(plan, action ~ " in ('U', 'N', 'H', 'C', 'K')") ~ " as matched_keys,
          (select count(*) from " ~ plan.target ~ ") as target_rows"
       ~ dbt_merge._considered_columns(plan)
       ~ " from " ~ plan.changes, 'dbt_merge_count').rows[0] %}
@@ -39,14 +39,14 @@
 {% macro count_matched_keys(plan) %}
   {% set action = dbt_merge.quote_identifier(plan.names.action) %}
   {% set row = dbt_merge.run_sql(
-      "select " ~ dbt_merge._action_sums(plan, ['U', 'N', 'H', 'C', 'K']) ~ ",
-         " ~ dbt_merge._distinct_keys_sql(plan) ~ " as matched_keys,
+      "select " ~ dbt_merge.action_sums(plan, ['U', 'N', 'H', 'C', 'K']) ~ ",
+         " ~ dbt_merge.distinct_keys_sql(plan) ~ " as matched_keys,
          (select count(*) from " ~ (plan.deduped or plan.stage) ~ " as DBT_INTERNAL_SOURCE"
-            ~ (" where not " ~ dbt_merge._delete_flag(plan) if plan.delete_condition else "") ~ ") as source_rows,
+            ~ (" where not " ~ dbt_merge.delete_flag(plan) if plan.delete_condition else "") ~ ") as source_rows,
          (select count(*) from " ~ plan.target ~ ") as target_rows"
       ~ dbt_merge._considered_columns(plan)
       ~ " from " ~ plan.changes, 'dbt_merge_count').rows[0] %}
-  {{ return(dbt_merge._matched_key_counts(plan, row)) }}
+  {{ return(dbt_merge.matched_key_counts(plan, row)) }}
 {% endmacro %}
 
 {#- The statistics from a count_matched_keys row (spark__count_changes returns the same columns):
@@ -55,7 +55,7 @@
     matched none: source_rows counts no row delete_condition deletes, so neither do the matched
     ones taken from it ('C' and 'K' rows; a 'K' counted as 'N' gave -1 inserted, found by the
     soft-delete suite's long profile). -#}
-{% macro _matched_key_counts(plan, row) %}
+{% macro matched_key_counts(plan, row) %}
   {% set matched = (row[0] | int) + (row[1] | int) + (row[2] | int) %}
   {{ return(dbt_merge._counts(plan, {
     'inserted': (row[6] | int) - matched if plan.actions.source_only == 'insert' else 0,
@@ -73,7 +73,7 @@
     1.3 s of a 6.8 s upsert. -#}
 {% macro count_source_keys(plan) %}
   {% set row = dbt_merge.run_sql(
-      "select " ~ dbt_merge._action_sums(plan, ['U', 'N', 'H', 'C', 'I', 'X', 'K']) ~ ",
+      "select " ~ dbt_merge.action_sums(plan, ['U', 'N', 'H', 'C', 'I', 'X', 'K']) ~ ",
          (select count(*) from " ~ (plan.deduped or plan.stage) ~ ") as source_rows,
          (select count(*) from " ~ plan.target ~ ") as target_rows"
       ~ dbt_merge._considered_columns(plan)
@@ -95,7 +95,7 @@
 {#- `coalesce(sum(case when <action> = 'U' then 1 else 0 end), 0) as updated, ...`: how many
     rows of the changes have each of `actions`, in that order. The aliases are names the
     differential's hostile column names include (cases.INTERNAL_NAMES), 'K' one of them too. -#}
-{% macro _action_sums(plan, actions) %}
+{% macro action_sums(plan, actions) %}
   {%- set names = {'I': 'inserted', 'U': 'updated', 'N': 'unchanged', 'H': 'held_back', 'C': 'condition_deletes',
                    'K': 'dbt_merge_count',
                    'X': 'nothing'} -%}
@@ -135,19 +135,19 @@
   {% if plan.actions.target_only != 'delete' %}
     {{ return('') }}
   {% endif %}
-  {% set live = ' and ' ~ dbt_merge._live(plan) if plan.soft_delete else '' %}
+  {% set live = ' and ' ~ dbt_merge.live(plan) if plan.soft_delete else '' %}
   {% set sql = ", (select count(*) from " ~ plan.target ~ " as DBT_INTERNAL_DEST where "
-      ~ dbt_merge._target_rows_condition(plan, false) ~ live ~ ") as considered" %}
+      ~ dbt_merge.target_rows_condition(plan, false) ~ live ~ ") as considered" %}
   {% if plan.soft_delete %}
     {% set sql = sql ~ ", (select count(*) from " ~ plan.target ~ " as DBT_INTERNAL_DEST where "
-        ~ dbt_merge._target_rows_condition(plan, true) ~ live ~ ") as unmatched" %}
+        ~ dbt_merge.target_rows_condition(plan, true) ~ live ~ ") as unmatched" %}
   {% endif %}
   {{ return(sql) }}
 {% endmacro %}
 
 {#- One value per key of a changes row, for count(distinct ...): the key column, or a row of them
     (byte for byte, see compared_value). -#}
-{% macro _key_value(plan) %}
+{% macro key_value(plan) %}
   {{ return(dbt_merge.compared_list(plan.compare, plan.key_columns) if plan.key_columns | length == 1
             else dbt_merge.row_value(plan.key_columns, plan.compare)) }}
 {% endmacro %}
@@ -155,8 +155,8 @@
 {#- How many distinct keys the rows have (only those where `condition`, when given): count(distinct),
     or the set bits of a bitmap over the key's range when the source check measured one
     (plan.key_bounds, DuckDB: see measure_source). Keys compared are the source's, so within it. -#}
-{% macro _distinct_keys_sql(plan, condition=none) %}
-  {%- set value = dbt_merge._key_value(plan) -%}
+{% macro distinct_keys_sql(plan, condition=none) %}
+  {%- set value = dbt_merge.key_value(plan) -%}
   {%- if condition -%}
     {%- set value = 'case when ' ~ condition ~ ' then ' ~ value ~ ' end' -%}
   {%- endif -%}

@@ -32,7 +32,7 @@
   {% set dst = 'DBT_INTERNAL_DEST' %}
   {% set action = dbt_merge.quote_identifier(plan.names.action) %}
   {% set unmatched = src ~ '.' ~ dbt_merge.quote_identifier(plan.key_columns[0]) ~ ' is null' %}
-  {% set on_considered = dbt_merge._target_rows_condition(plan, false) %}
+  {% set on_considered = dbt_merge.target_rows_condition(plan, false) %}
   {#- full outer join: the source's rows, counted by the source check, too many to broadcast -#}
   {% set checked_rows = plan.get('source_rows') if not plan.deduped else none %}
   {% set full_join = checked_rows is not none and (plan.keys_tested_by_count
@@ -47,7 +47,7 @@
     {% do columns.append(src ~ '.' ~ dbt_merge.quote_identifier(key)) %}
   {% endfor %}
   {% do columns.append('case when ' ~ unmatched ~ (' or (' ~ source_only ~ ')' if full_join else '')
-      ~ ' then null else ' ~ dbt_merge._matched_action_sql(plan) ~ ' end as ' ~ action) %}
+      ~ ' then null else ' ~ dbt_merge.matched_action_sql(plan) ~ ' end as ' ~ action) %}
   {% if full_join %}
     {% set flag_source_only = dbt_merge.quote_identifier(plan.names.row) %}
     {% do columns.append('case when ' ~ source_only ~ ' then 1 else 0 end as ' ~ flag_source_only) %}
@@ -57,7 +57,7 @@
   {% set flag_unmatched = dbt_merge.quote_identifier(plan.names.variants) %}
   {% set sums = [] %}
   {% if plan.actions.target_only == 'delete' %}
-    {% set live = ' and ' ~ dbt_merge._live(plan) if plan.soft_delete else '' %}
+    {% set live = ' and ' ~ dbt_merge.live(plan) if plan.soft_delete else '' %}
     {% do columns.append('case when ' ~ considered ~ live ~ ' then 1 else 0 end as ' ~ flag_considered) %}
     {% do sums.append('coalesce(sum(' ~ flag_considered ~ '), 0) as considered') %}
     {% if plan.soft_delete %}
@@ -69,13 +69,13 @@
   {% set source_rows = checked_rows if not plan.delete_condition else none %}
   {% if source_rows is none %}
     {% set source_rows = "(select count(*) from " ~ (plan.deduped or plan.stage) ~ " as " ~ src
-        ~ (" where not " ~ dbt_merge._delete_flag(plan) if plan.delete_condition else "") ~ ")" %}
+        ~ (" where not " ~ dbt_merge.delete_flag(plan) if plan.delete_condition else "") ~ ")" %}
   {% endif %}
   {% if full_join %}
     {% set matched_keys = checked_rows ~ " - coalesce(sum(" ~ flag_source_only ~ "), 0)" %}
     {% set target_rows = "count(*) - coalesce(sum(" ~ flag_source_only ~ "), 0)" %}
   {% else %}
-    {% set matched_keys = "count(distinct case when " ~ action ~ " is not null then " ~ dbt_merge._key_value(plan) ~ " end)" %}
+    {% set matched_keys = "count(distinct case when " ~ action ~ " is not null then " ~ dbt_merge.key_value(plan) ~ " end)" %}
     {% set target_rows = "count(*)" %}
   {% endif %}
   {#- the source's keys unique, when the check left that to this count (keys_tested_by_count,
@@ -89,10 +89,10 @@
     {% do key_tests.append("(select count(*) from " ~ plan.target ~ ")") %}
     {% do key_tests.append("coalesce(sum(" ~ flag_source_only ~ "), 0)") %}
     {% do key_tests.append("count(distinct case when " ~ flag_source_only ~ " = 1 then "
-        ~ dbt_merge._key_value(plan) ~ " end)") %}
+        ~ dbt_merge.key_value(plan) ~ " end)") %}
   {% endif %}
   {% set row = dbt_merge.run_sql(
-      "select " ~ dbt_merge._action_sums(plan, ['U', 'N', 'H', 'C', 'K']) ~ ",
+      "select " ~ dbt_merge.action_sums(plan, ['U', 'N', 'H', 'C', 'K']) ~ ",
          " ~ matched_keys ~ " as matched_keys,
          " ~ source_rows ~ " as source_rows,
          " ~ target_rows ~ " as target_rows" ~ (", " ~ sums | join(', ') if sums else "")
@@ -113,7 +113,7 @@
         ~ "(another writer committed), so nothing was written. Running the model again is safe: it counts "
         ~ "the table as it is then.") }}
   {% endfor %}
-  {{ return(dbt_merge._matched_key_counts(plan, counted)) }}
+  {{ return(dbt_merge.matched_key_counts(plan, counted)) }}
 {% endmacro %}
 
 {#- Spark: the count tests the source's keys' uniqueness instead of the source check (which then

@@ -71,7 +71,7 @@
     {% set dst = 'DBT_INTERNAL_DEST' %}
     {% set outside = 'not coalesce((' ~ plan.predicates | map('string') | map('trim') | join(') and (') ~ '), false) and '
                      ~ dbt_merge.history_current(plan, dst) %}
-    {% set row = dbt_merge.run_sql('select count(*), min(' ~ dbt_merge._history_key_text(plan, 'DBT_INTERNAL_SOURCE')
+    {% set row = dbt_merge.run_sql('select count(*), min(' ~ dbt_merge.history_key_text(plan, 'DBT_INTERNAL_SOURCE')
         ~ ') from ' ~ plan.changes ~ ' as DBT_INTERNAL_SOURCE where DBT_INTERNAL_SOURCE.'
         ~ dbt_merge.quote_identifier(plan.names.action) ~ " in ('I', 'H') and "
         ~ dbt_merge.exists_match(plan.target ~ ' as ' ~ dst, plan.key_columns, 'DBT_INTERNAL_SOURCE', outside,
@@ -118,7 +118,7 @@
 
 {#- One key (as text) of the changes rows with `action`. -#}
 {% macro _history_changes_example(plan, action) %}
-  {% set rows = dbt_merge.run_sql('select min(' ~ dbt_merge._history_key_text(plan, 'DBT_INTERNAL_SOURCE') ~ ') from '
+  {% set rows = dbt_merge.run_sql('select min(' ~ dbt_merge.history_key_text(plan, 'DBT_INTERNAL_SOURCE') ~ ') from '
       ~ plan.changes ~ ' as DBT_INTERNAL_SOURCE where DBT_INTERNAL_SOURCE.' ~ dbt_merge.quote_identifier(plan.names.action)
       ~ " = '" ~ action ~ "'", 'dbt_merge_check').rows %}
   {{ return(rows[0][0] if rows else '') }}

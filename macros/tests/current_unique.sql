@@ -18,7 +18,7 @@
 {% endtest %}
 
 {% macro default__test_current_unique(model, columns, valid_from, valid_to, valid_to_current) %}
-  {%- set node_config = dbt_merge._tested_node_config(model) -%}
+  {%- set node_config = dbt_merge.tested_node_config(model) -%}
   {%- set key_columns = dbt_merge.as_list(columns) if columns is not none
                         else dbt_merge.as_list(node_config.get('unique_key')) -%}
   {%- if execute and key_columns | length == 0 -%}
@@ -32,7 +32,7 @@
   {%- set is_current = '(' ~ vt ~ ' is null' ~ (' or ' ~ vt ~ ' = (' ~ current_end ~ ')' if current_end else '') ~ ')' -%}
   {%- set keys = dbt_merge.column_list(key_columns) -%}
   {#- versions of one key: byte for byte, as the merge judges keys (see unique_key) -#}
-  {%- set partition = dbt_merge.compared_list(dbt_merge._key_compare(model, key_columns), key_columns) -%}
+  {%- set partition = dbt_merge.compared_list(dbt_merge.key_compare(model, key_columns), key_columns) -%}
   {%- set present = [] -%}
   {%- for col in key_columns -%}
     {%- do present.append(dbt_merge.quote_identifier(col) ~ ' is not null') -%}
@@ -58,7 +58,7 @@
 
 
 {#- The config of the model (or snapshot) a test is attached to, or {} (see _configured_unique_key). -#}
-{% macro _tested_node_config(relation) %}
+{% macro tested_node_config(relation) %}
   {% if execute %}
     {% set attached = model.get('attached_node') if model is mapping else none %}
     {% if attached and attached in graph.nodes %}

@@ -21,7 +21,7 @@
     {%- do null_checks.append(dbt_merge.quote_identifier(col) ~ ' is null') -%}
   {%- endfor -%}
   {%- set any_null = '(' ~ (null_checks | join(' or ') or 'false') ~ ')' -%}
-  {%- set compare = dbt_merge._key_compare(model, key_columns) -%}
+  {%- set compare = dbt_merge.key_compare(model, key_columns) -%}
   {%- if compare %}
   {#- keys judged byte for byte, as the merge judges them (a nocase default_collation or a
       column's COLLATE would make 'a' and 'A' one key here and two in the merge) -#}
@@ -55,22 +55,22 @@
   attached_node. A test without one (e.g. on a source) falls back to the relation's name.
 -#}
 {% macro _configured_unique_key(relation) %}
-  {{ return(dbt_merge.as_list(dbt_merge._tested_node_config(relation).get('unique_key'))) }}
+  {{ return(dbt_merge.as_list(dbt_merge.tested_node_config(relation).get('unique_key'))) }}
 {% endmacro %}
 
 
 {#- compare_kinds of the tested relation's `key_columns` that an engine could compare by a
     collation (on DuckDB: text, JSON, nested values holding text), read from the relation as the
     test sees it (a `where:` config included); {} elsewhere or at parse time. -#}
-{% macro _key_compare(relation, key_columns) %}
-  {{ return(adapter.dispatch('_key_compare', 'dbt_merge')(relation, key_columns)) }}
+{% macro key_compare(relation, key_columns) %}
+  {{ return(adapter.dispatch('key_compare', 'dbt_merge')(relation, key_columns)) }}
 {% endmacro %}
 
-{% macro default___key_compare(relation, key_columns) %}
+{% macro default__key_compare(relation, key_columns) %}
   {{ return({}) }}
 {% endmacro %}
 
-{% macro duckdb___key_compare(relation, key_columns) %}
+{% macro duckdb__key_compare(relation, key_columns) %}
   {% if not execute or not key_columns %}
     {{ return({}) }}
   {% endif %}

@@ -22,7 +22,7 @@
     {% if existing is not none and existing.is_view
           and dbt_merge.catalog_views(relation.schema, [relation.identifier]) | selectattr('iceberg') | list %}
       {% set explained = dbt_merge.run_sql('explain extended ' ~ sql, 'dbt_merge_view').rows | map(attribute=0) | join('\n') %}
-      {% if dbt_merge._parse_plan_views(explained).error is none %}
+      {% if dbt_merge.parse_plan_views(explained).error is none %}
         {% do dbt_merge.run_statement('drop view if exists ' ~ relation, 'dbt_merge_view') %}
       {% endif %}
     {% endif %}

@@ -10,7 +10,7 @@
 
 {% macro duckdb__target_definition(relation) %}
   {% set rows = dbt_merge.run_sql("select sql, has_primary_key from duckdb_tables() where "
-      ~ dbt_merge._duckdb_table_named(relation), 'dbt_merge_collations').rows %}
+      ~ dbt_merge.duckdb_table_named(relation), 'dbt_merge_collations').rows %}
   {{ return({'sql': rows[0][0] or '', 'has_primary_key': rows[0][1]} if rows else none) }}
 {% endmacro %}
 
@@ -20,13 +20,13 @@
     connection's default_collation. Under 'noaccent' or 'nocase' the names `cafe` and `café`, or
     `Ä` and `ä` (two tables: DuckDB folds A-Z only), were one name, and the other table's
     definition could be read (red team helper-87). -#}
-{% macro _duckdb_table_named(relation, table_column='table_name') %}
+{% macro duckdb_table_named(relation, table_column='table_name') %}
   {% set fold = "'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'" %}
   {% set parts = [] %}
   {% for column, name in [['database_name', relation.database], ['schema_name', relation.schema],
                           [table_column, relation.identifier]] %}
     {% do parts.append("(translate(" ~ column ~ ", " ~ fold ~ ") collate c) = translate("
-                       ~ dbt_merge._sql_string(name) ~ ", " ~ fold ~ ")") %}
+                       ~ dbt_merge.sql_string(name) ~ ", " ~ fold ~ ")") %}
   {% endfor %}
   {{ return(parts | join(' and ')) }}
 {% endmacro %}

@@ -19,11 +19,11 @@
     {% set sync = config.get('on_schema_change') == 'sync_all_columns' %}
     {% set target_names = schema.target_columns | map(attribute='name') | list %}
     {% for col in plan.source_columns %}
-      {% set found = dbt_merge._find_column(col.name, target_names) %}
+      {% set found = dbt_merge.find_column(col.name, target_names) %}
       {% if found is not none and not sync %}
         {% set target_col = schema.target_columns | selectattr('name', 'equalto', found) | first %}
-        {% set source_family = dbt_merge._type_family(col.dtype) %}
-        {% set target_family = dbt_merge._type_family(target_col.dtype) %}
+        {% set source_family = dbt_merge.type_family(col.dtype) %}
+        {% set target_family = dbt_merge.type_family(target_col.dtype) %}
         {% if col.name | lower in plan.key_columns | map('lower') | list
               and source_family != target_family and 'other' not in [source_family, target_family] %}
           {{ dbt_merge.raise_merge_error("unique_key column '" ~ col.name ~ "' has type " ~ col.dtype
@@ -57,7 +57,7 @@
                    + (plan.extras | map(attribute='column') | map(attribute='name') | map('lower') | list) %}
   {% set key_lower = plan.key_columns | map('lower') | list %}
   {% for col in plan.source_columns if col.name | lower not in skipped %}
-    {% set found = dbt_merge._find_column(col.name, target_names) %}
+    {% set found = dbt_merge.find_column(col.name, target_names) %}
     {% if found is not none %}
       {% set target_type = (schema.target_columns | selectattr('name', 'equalto', found) | first).dtype %}
       {% set kinds = [dbt_merge._time_zone_kind(col.dtype), dbt_merge._time_zone_kind(target_type)] %}
@@ -169,7 +169,7 @@
     {% set target_names = plan.schema.target_columns | map(attribute='name') | list %}
     {% set renamed = [] %}
     {% for col in plan.source_columns %}
-      {% set found = dbt_merge._find_column(col.name, target_names) %}
+      {% set found = dbt_merge.find_column(col.name, target_names) %}
       {% if found is not none and found != col.name %}
         {% do renamed.append(col.name ~ ' (target: ' ~ found ~ ')') %}
       {% endif %}
@@ -189,7 +189,7 @@
 {% endmacro %}
 
 {#- string | number | temporal | boolean | nested | other, from a type name as DuckDB or Spark reports it. -#}
-{% macro _type_family(data_type) %}
+{% macro type_family(data_type) %}
   {% set t = data_type | lower | trim %}
   {% if t.startswith('struct') or t.startswith('map') or t.startswith('array') or t.endswith('[]')
         or t.startswith('union') or t.startswith('list') %}

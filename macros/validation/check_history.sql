@@ -10,7 +10,7 @@
     {{ return(none) }}
   {% endif %}
   {% set src = 'DBT_INTERNAL_SOURCE' %}
-  {% set row = dbt_merge.run_sql('select count(*), min(' ~ dbt_merge._history_key_text(plan, src) ~ ') from '
+  {% set row = dbt_merge.run_sql('select count(*), min(' ~ dbt_merge.history_key_text(plan, src) ~ ') from '
       ~ (plan.deduped or plan.stage) ~ ' as ' ~ src ~ ' where ' ~ src ~ '.'
       ~ dbt_merge.quote_identifier(plan.history.updated_at) ~ ' is null', 'dbt_merge_check').rows[0] %}
   {% if row[0] | int > 0 %}
@@ -22,7 +22,7 @@
 {% endmacro %}
 
 {#- The key of the row aliased `alias`, as text ('1, a'), for a message. -#}
-{% macro _history_key_text(plan, alias) %}
+{% macro history_key_text(plan, alias) %}
   {%- set parts = [] -%}
   {%- for key in plan.key_columns -%}
     {%- do parts.append('cast(' ~ alias ~ '.' ~ dbt_merge.quote_identifier(key) ~ ' as string)') -%}
@@ -107,7 +107,7 @@
   {% set groups = dbt_merge.compared_list(plan.compare, plan.key_columns) %}
   {% set vt_type = (h.meta | selectattr('role', 'equalto', 'dbt_valid_to') | first).column.dtype %}
   {% set future = q(n.to) %}
-  {% set key_text = dbt_merge._history_key_text(plan, dst) %}
+  {% set key_text = dbt_merge.history_key_text(plan, dst) %}
   {% set rows = dbt_merge.run_sql(
       "select
          coalesce(sum(case when " ~ count ~ " > 1 and " ~ cur ~ " = 1 then 1 else 0 end), 0),

@@ -54,7 +54,7 @@
     {% do parts.append('cast(DBT_INTERNAL_DEST.' ~ dbt_merge.quote_identifier(key) ~ ' as string)') %}
   {% endfor %}
   {% set rows = dbt_merge.run_sql('select min(dbt_merge_key) from (select min(concat_ws(\', \', ' ~ parts | join(', ')
-      ~ ')) as dbt_merge_key from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where ' ~ dbt_merge._target_rows_condition(plan, false)
+      ~ ')) as dbt_merge_key from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where ' ~ dbt_merge.target_rows_condition(plan, false)
       ~ ' and ' ~ dbt_merge.exists_match(plan.deduped or plan.stage, plan.key_columns, 'DBT_INTERNAL_DEST', compare=plan.compare)
       ~ ' group by ' ~ dbt_merge.compared_list(plan.compare, plan.key_columns, 'DBT_INTERNAL_DEST')
       ~ ' having count(*) > 1) as dbt_merge_duplicates',

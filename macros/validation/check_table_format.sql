@@ -73,7 +73,7 @@
         ~ "The target was not changed.") }}
   {% endif %}
   {% set v3_cow = storage.provider == 'iceberg' and (storage.format_version or 0) >= 3 and not storage.merge_on_read %}
-  {% set extensions = dbt_merge._iceberg_extensions() if v3_cow else true %}
+  {% set extensions = dbt_merge.iceberg_extensions() if v3_cow else true %}
   {% if v3_cow and extensions is none %}
     {{ dbt_merge.raise_merge_error("the table " ~ existing ~ " is an Iceberg table of format version "
         ~ storage.format_version ~ " written copy-on-write, which Spark can MERGE into only with Iceberg's SQL "

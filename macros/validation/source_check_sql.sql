@@ -54,7 +54,7 @@
     0 as extra_rows,
     {%- else %}
     count(case when {{ present }} then 1 end)
-      - {{ dbt_merge._distinct_keys_sql(plan, present) }} as extra_rows,
+      - {{ dbt_merge.distinct_keys_sql(plan, present) }} as extra_rows,
     {%- endif %}
     count(*) as source_rows
     {%- for key in plan.get('bounded_keys') or [] %},
@@ -96,7 +96,7 @@
 
 {#- Measurements of the staged SELECT that later statements can use, set on the plan before the
     source check: key_bounds, [min, max] of a single integer key when a bitmap over that range
-    counts its distinct values faster than count(distinct) (see _distinct_keys_sql), sizes,
+    counts its distinct values faster than count(distinct) (see distinct_keys_sql), sizes,
     [rows of the SELECT, rows of the target] for the classify's choice of form and an empty
     increment's total, and measured_rows, the rows of the SELECT (DuckDB: an empty SELECT needs
     no source check). Each is none when not measured. -#}
@@ -125,7 +125,7 @@
       {% for col in plan.source_columns if col.name | lower == key | lower %}
         {% do types.append(col.dtype) %}
       {% endfor %}
-      {% set stored = plan.schema.target_columns | selectattr('name', 'equalto', dbt_merge._find_column(key, plan.schema.names)) | list %}
+      {% set stored = plan.schema.target_columns | selectattr('name', 'equalto', dbt_merge.find_column(key, plan.schema.names)) | list %}
       {% if types and types[0] | lower | trim in integral and stored and stored[0].dtype | lower | trim in integral %}
         {% do bounded.append(key) %}
       {% endif %}

@@ -19,12 +19,12 @@
   {% set removed = ([] if in_place else ['U']) + ([] if plan.soft_delete else ['D', 'C']) %}
   {% if (0 if in_place else counts.updated) + (0 if plan.soft_delete else counts.deleted) > 0 %}
     {% do dbt_merge.run_statement('delete from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where '
-        ~ dbt_merge._target_rows_condition(plan, false) ~ ' and '
-        ~ dbt_merge._in_changes(plan, removed, 'DBT_INTERNAL_DEST'), 'dbt_merge_delete') %}
+        ~ dbt_merge.target_rows_condition(plan, false) ~ ' and '
+        ~ dbt_merge.in_changes(plan, removed, 'DBT_INTERNAL_DEST'), 'dbt_merge_delete') %}
   {% endif %}
   {% if plan.soft_delete and counts.deleted > 0 %}
     {% do dbt_merge.run_statement(dbt_merge._soft_delete_sql(plan,
-        dbt_merge._in_changes(plan, ['D', 'C'], 'DBT_INTERNAL_DEST')), 'dbt_merge_soft_delete') %}
+        dbt_merge.in_changes(plan, ['D', 'C'], 'DBT_INTERNAL_DEST')), 'dbt_merge_soft_delete') %}
   {% endif %}
   {% set action = dbt_merge.quote_identifier(plan.names.action) %}
   {% if in_place and counts.updated > 0 %}
@@ -34,7 +34,7 @@
   {#- A new row gets the target's own value (its DEFAULT: a sequence, a load time) in a column the
       SELECT lacks, as an INSERT that leaves the column out gives it; a row written again after
       its delete keeps its values. So the new rows leave those columns out, when there are any. -#}
-  {% set sourced = dbt_merge._written_columns(plan) | select('in', plan.write_names) | list %}
+  {% set sourced = dbt_merge.written_columns(plan) | select('in', plan.write_names) | list %}
   {% set again = [] if in_place else ['U'] %}
   {% set groups = [(plan.write_names, ['I'] + again)] %}
   {% if sourced | length < plan.write_names | length %}
@@ -61,7 +61,7 @@
     {%- do assignments.append(q ~ ' = DBT_INTERNAL_SOURCE.' ~ q) -%}
   {%- endfor -%}
   {{ return('update ' ~ plan.target ~ ' as DBT_INTERNAL_DEST set ' ~ assignments | join(', ')
-      ~ ' from (' ~ rows_sql ~ ') as DBT_INTERNAL_SOURCE where ' ~ dbt_merge._target_rows_condition(plan, false)
+      ~ ' from (' ~ rows_sql ~ ') as DBT_INTERNAL_SOURCE where ' ~ dbt_merge.target_rows_condition(plan, false)
       ~ ' and ' ~ dbt_merge.key_match(plan.key_columns, 'DBT_INTERNAL_SOURCE', 'DBT_INTERNAL_DEST', plan.compare)) }}
 {% endmacro %}
 
@@ -79,7 +79,7 @@
           ~ dbt_merge._replaced_target_rows_condition(plan, counts), 'dbt_merge_delete') %}
     {% endif %}
     {% if plan.soft_delete and counts.deleted > 0 %}
-      {% set soft = dbt_merge._in_changes(plan, ['C'], 'DBT_INTERNAL_DEST') %}
+      {% set soft = dbt_merge.in_changes(plan, ['C'], 'DBT_INTERNAL_DEST') %}
       {% if full %}
         {% set soft = '(' ~ soft ~ ' or not ' ~ dbt_merge.exists_match(plan.deduped or plan.stage,
             plan.key_columns, 'DBT_INTERNAL_DEST', compare=plan.compare) ~ ')' %}
@@ -87,7 +87,7 @@
       {% do dbt_merge.run_statement(dbt_merge._soft_delete_sql(plan, soft), 'dbt_merge_soft_delete') %}
     {% endif %}
     {% if in_place and counts.updated > 0 %}
-      {% do dbt_merge.run_statement(dbt_merge._update_in_place_sql(plan, dbt_merge._source_rows_sql(plan, 'updated'))) %}
+      {% do dbt_merge.run_statement(dbt_merge._update_in_place_sql(plan, dbt_merge.source_rows_sql(plan, 'updated'))) %}
     {% endif %}
     {% if counts.inserted + (0 if in_place else counts.updated) > 0 %}
       {% do dbt_merge.run_statement(dbt_merge._insert_source_rows_sql(plan, counts), 'dbt_merge_insert') %}
@@ -96,11 +96,11 @@
   {% endif %}
   {% if full and counts.unmatched > 0 %}
     {% if plan.soft_delete %}
-      {% do dbt_merge.run_statement(dbt_merge._soft_delete_sql(plan, dbt_merge._target_rows_condition(plan, true)),
+      {% do dbt_merge.run_statement(dbt_merge._soft_delete_sql(plan, dbt_merge.target_rows_condition(plan, true)),
                                     'dbt_merge_soft_delete') %}
     {% else %}
       {% do dbt_merge.run_statement('delete from ' ~ plan.target ~ ' as DBT_INTERNAL_DEST where '
-          ~ dbt_merge._target_rows_condition(plan, true), 'dbt_merge_delete') %}
+          ~ dbt_merge.target_rows_condition(plan, true), 'dbt_merge_delete') %}
     {% endif %}
   {% endif %}
   {% set rest = {} %}
@@ -118,7 +118,7 @@
     (check_table_format, plan.target_storage), and is read again only when the run changed its
     columns. An Iceberg table whose write.merge.isolation-level is not `serializable` gets the
     MERGE into the run's branch, published only while main is still the snapshot counted
-    (_publishes_on_branch). -#}
+    (publishes_on_branch). -#}
 {% macro spark__apply_changes(plan, counts) %}
   {% if counts.inserted + counts.updated + counts.deleted > 0 %}
     {% set altered = dbt_merge.schema_changes_any(plan.schema) %}
@@ -127,12 +127,12 @@
       {% do dbt_merge.overwrite_partitions(plan, counts, storage) %}
     {% elif dbt_merge.choose_full_merge_write(plan, counts, storage) == 'overwrite' %}
       {% do dbt_merge.replace_target(plan, counts, storage) %}
-    {% elif dbt_merge._publishes_on_branch(plan, storage) %}
+    {% elif dbt_merge.publishes_on_branch(plan, storage) %}
       {#- a table that does not validate a MERGE against other writers' appends: written into the
           run's branch, published only while main is still the snapshot counted -#}
-      {% set branch = dbt_merge._run_branch_name(plan) %}
-      {% do dbt_merge._write_on_branch(plan, plan.snapshot, branch,
-                                       dbt_merge._passes_merge_sql(dbt_merge._on_branch_plan(plan, branch), counts, storage), 'MERGE') %}
+      {% set branch = dbt_merge.run_branch_name(plan) %}
+      {% do dbt_merge.write_on_branch(plan, plan.snapshot, branch,
+                                       dbt_merge._passes_merge_sql(dbt_merge.on_branch_plan(plan, branch), counts, storage), 'MERGE') %}
     {% else %}
       {% do dbt_merge.run_statement(dbt_merge._passes_merge_sql(plan, counts, storage), 'dbt_merge_merge') %}
     {% endif %}
@@ -155,12 +155,12 @@
     a matched row, which the filter spares. -#}
 {% macro _rewrites_every_file(plan, storage, counts) %}
   {% set target_rows = counts.total - counts.inserted + (0 if plan.soft_delete else counts.deleted) %}
-  {{ return(dbt_merge._matches_every_file(storage, counts.matched_keys, target_rows)) }}
+  {{ return(dbt_merge.matches_every_file(storage, counts.matched_keys, target_rows)) }}
 {% endmacro %}
 
 {#- The rule of _rewrites_every_file: `matched` source keys (or, before the write, the SELECT's
     rows) against the copy-on-write Iceberg table's `target_rows`. -#}
-{% macro _matches_every_file(storage, matched, target_rows) %}
+{% macro matches_every_file(storage, matched, target_rows) %}
   {{ return(storage.provider == 'iceberg' and not storage.merge_on_read
             and target_rows > 0 and matched >= 0.9 * target_rows) }}
 {% endmacro %}
@@ -168,19 +168,19 @@
 {#- UPDATE that soft-deletes the live target rows (aliased DBT_INTERNAL_DEST) the merge considers
     and `condition` selects: soft_delete_column true, its timestamp column now. -#}
 {% macro _soft_delete_sql(plan, condition) %}
-  {{ return('update ' ~ plan.target ~ ' as DBT_INTERNAL_DEST set ' ~ dbt_merge._soft_delete_assignments(plan, false)
-      ~ ' where ' ~ dbt_merge._target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge._live(plan)
+  {{ return('update ' ~ plan.target ~ ' as DBT_INTERNAL_DEST set ' ~ dbt_merge.soft_delete_assignments(plan, false)
+      ~ ' where ' ~ dbt_merge.target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge.live(plan)
       ~ ' and ' ~ condition) }}
 {% endmacro %}
 
 {#- `col = true[, ts = current_timestamp]`, target columns (qualified with DBT_INTERNAL_DEST when
     `qualified`, as MERGE's SET clause takes them). -#}
-{% macro _soft_delete_assignments(plan, qualified) %}
+{% macro soft_delete_assignments(plan, qualified) %}
   {%- set prefix = 'DBT_INTERNAL_DEST.' if qualified else '' -%}
-  {%- set parts = [prefix ~ dbt_merge.quote_identifier(dbt_merge._find_column(plan.soft_delete.column, plan.target_names)) ~ ' = true'] -%}
+  {%- set parts = [prefix ~ dbt_merge.quote_identifier(dbt_merge.find_column(plan.soft_delete.column, plan.target_names)) ~ ' = true'] -%}
   {%- if plan.soft_delete.timestamp_column -%}
-    {%- set stamp_name = dbt_merge._find_column(plan.soft_delete.timestamp_column, plan.target_names) -%}
-    {%- set found = dbt_merge._column_named(stamp_name, plan.schema.target_columns if plan.schema else none) -%}
+    {%- set stamp_name = dbt_merge.find_column(plan.soft_delete.timestamp_column, plan.target_names) -%}
+    {%- set found = dbt_merge.column_named(stamp_name, plan.schema.target_columns if plan.schema else none) -%}
     {%- set dtype = (found.dtype | string | lower) if found is not none else '' -%}
     {#- a column with a time zone takes the instant itself: through TIMESTAMP (the wall clock
         of the session's zone) a TIMETZ was stamped with that clock labelled +00 (red team
@@ -197,8 +197,8 @@
     and for full_merge every target row the merge considers except the matched ones left as
     they are (with soft deletes: only the updated ones, which are written again). -#}
 {% macro _replaced_target_rows_condition(plan, counts) %}
-  {%- set condition = dbt_merge._target_rows_condition(plan, false) -%}
-  {%- set match = dbt_merge._replaced_rows_match(plan, counts, 'DBT_INTERNAL_DEST') -%}
+  {%- set condition = dbt_merge.target_rows_condition(plan, false) -%}
+  {%- set match = dbt_merge.replaced_rows_match(plan, counts, 'DBT_INTERNAL_DEST') -%}
   {{ return(condition ~ (' and ' ~ match if match else '')) }}
 {% endmacro %}
 
@@ -207,18 +207,18 @@
     with soft deletes only those, the deleted ones stay), those delete_condition deletes, and for
     full_merge all but the matched ones left as they are. Shared by the DuckDB delete and the
     Spark overwrite of parquet tables and whole tables (_removed_rows_condition). -#}
-{% macro _replaced_rows_match(plan, counts, alias) %}
+{% macro replaced_rows_match(plan, counts, alias) %}
   {#- updated in place (plan.update_in_place, DuckDB): not deleted -#}
   {%- set updated = [] if plan.update_in_place else ['U'] -%}
   {%- if plan.soft_delete -%}
-    {{ return(dbt_merge._in_changes(plan, updated, alias) if updated else 'false') }}
+    {{ return(dbt_merge.in_changes(plan, updated, alias) if updated else 'false') }}
   {%- elif plan.actions.target_only != 'delete' -%}
-    {{ return(dbt_merge._in_changes(plan, updated + ['C'], alias)) }}
+    {{ return(dbt_merge.in_changes(plan, updated + ['C'], alias)) }}
   {%- endif -%}
   {%- set kept = (['N', 'H'] if counts.unchanged + (counts.held_back or 0) > 0 else [])
                  + ([] if updated or counts.updated == 0 else ['U']) -%}
   {%- if kept -%}
-    {{ return('not ' ~ dbt_merge._in_changes(plan, kept, alias)) }}
+    {{ return('not ' ~ dbt_merge.in_changes(plan, kept, alias)) }}
   {%- endif -%}
   {{ return(none) }}
 {% endmacro %}
@@ -233,36 +233,36 @@
       'written'    only the 'I' and 'U' ones (changes of every source row, DuckDB)
       'inserted'   all but the matched ones ('N', 'H', 'K', 'U'): the updated rows are updated in
                    place (plan.update_in_place) -#}
-{% macro _source_rows_sql(plan, only=none, keep_deleted=false) %}
+{% macro source_rows_sql(plan, only=none, keep_deleted=false) %}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set select_list = [] -%}
-  {%- set written = dbt_merge._written_columns(plan) -%}
+  {%- set written = dbt_merge.written_columns(plan) -%}
   {%- for col in written -%}
-    {%- do select_list.append(src ~ '.' ~ dbt_merge.quote_identifier(dbt_merge._find_column(col, plan.source_names))
+    {%- do select_list.append(src ~ '.' ~ dbt_merge.quote_identifier(dbt_merge.find_column(col, plan.source_names))
           ~ ' as ' ~ dbt_merge.quote_identifier(col)) -%}
   {%- endfor -%}
   {%- if keep_deleted -%}
     {#- the MERGE's conditions may name any column of the SELECT -#}
-    {%- for col in plan.source_names if dbt_merge._find_column(col, written) is none -%}
+    {%- for col in plan.source_names if dbt_merge.find_column(col, written) is none -%}
       {%- do select_list.append(src ~ '.' ~ dbt_merge.quote_identifier(col)) -%}
     {%- endfor -%}
   {%- endif -%}
-  {%- set filters = ['not ' ~ dbt_merge._delete_flag(plan)] if plan.delete_condition and not keep_deleted else [] -%}
+  {%- set filters = ['not ' ~ dbt_merge.delete_flag(plan)] if plan.delete_condition and not keep_deleted else [] -%}
   {%- if only == 'updated' -%}
-    {%- do filters.append(dbt_merge._in_changes(plan, ['U'], src)) -%}
+    {%- do filters.append(dbt_merge.in_changes(plan, ['U'], src)) -%}
   {%- elif only == 'written' -%}
-    {%- do filters.append(dbt_merge._in_changes(plan, ['I', 'U'], src)) -%}
+    {%- do filters.append(dbt_merge.in_changes(plan, ['I', 'U'], src)) -%}
   {%- elif only == 'changed' -%}
-    {%- do filters.append('not ' ~ dbt_merge._in_changes(plan, ['N', 'H', 'K'], src)) -%}
+    {%- do filters.append('not ' ~ dbt_merge.in_changes(plan, ['N', 'H', 'K'], src)) -%}
   {%- elif only == 'inserted' -%}
-    {%- do filters.append('not ' ~ dbt_merge._in_changes(plan, ['N', 'H', 'K', 'U'], src)) -%}
+    {%- do filters.append('not ' ~ dbt_merge.in_changes(plan, ['N', 'H', 'K', 'U'], src)) -%}
   {%- endif -%}
   {{ return('select ' ~ select_list | join(', ') ~ ' from ' ~ (plan.deduped or plan.stage) ~ ' as ' ~ src
             ~ (' where ' ~ filters | join(' and ') if filters else '')) }}
 {% endmacro %}
 
 {#- `exists (...)`: the row aliased `alias` has a key the changes list with one of `actions`. -#}
-{% macro _in_changes(plan, actions, alias) %}
+{% macro in_changes(plan, actions, alias) %}
   {%- set quoted = [] -%}
   {%- for a in actions -%}{%- do quoted.append("'" ~ a ~ "'") -%}{%- endfor -%}
   {{ return(dbt_merge.exists_match(plan.changes, plan.key_columns, alias,
@@ -270,10 +270,10 @@
 {% endmacro %}
 
 {#- The target's columns that the source has: those a source row fills. -#}
-{% macro _written_columns(plan) %}
+{% macro written_columns(plan) %}
   {%- set columns = [] -%}
   {%- for col in plan.target_names -%}
-    {%- if dbt_merge._find_column(col, plan.source_names) is not none -%}
+    {%- if dbt_merge.find_column(col, plan.source_names) is not none -%}
       {%- do columns.append(col) -%}
     {%- endif -%}
   {%- endfor -%}
@@ -297,6 +297,6 @@
   {%- else -%}
     {%- set only = 'changed' -%}
   {%- endif -%}
-  {{ return('insert into ' ~ plan.target ~ ' (' ~ dbt_merge.column_list(dbt_merge._written_columns(plan)) ~ ') '
-      ~ dbt_merge._source_rows_sql(plan, only)) }}
+  {{ return('insert into ' ~ plan.target ~ ' (' ~ dbt_merge.column_list(dbt_merge.written_columns(plan)) ~ ') '
+      ~ dbt_merge.source_rows_sql(plan, only)) }}
 {% endmacro %}

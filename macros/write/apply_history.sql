@@ -46,7 +46,7 @@
     {% do dbt_merge.run_statement('update ' ~ plan.target ~ ' as ' ~ dst ~ ' set ' ~ q(h.cols.dbt_valid_to)
         ~ ' = DBT_INTERNAL_SOURCE.' ~ q(plan.names.at) ~ ' from ' ~ plan.changes ~ ' as DBT_INTERNAL_SOURCE where '
         ~ dbt_merge.key_match(plan.key_columns, 'DBT_INTERNAL_SOURCE', dst, plan.compare) ~ ' and DBT_INTERNAL_SOURCE.'
-        ~ q(plan.names.action) ~ " in ('U', 'R', 'D') and " ~ dbt_merge._target_rows_condition(plan, false) ~ ' and '
+        ~ q(plan.names.action) ~ " in ('U', 'R', 'D') and " ~ dbt_merge.target_rows_condition(plan, false) ~ ' and '
         ~ dbt_merge.history_current(plan, dst) ~ " and (DBT_INTERNAL_SOURCE." ~ q(plan.names.action) ~ " <> 'D' or not "
         ~ dbt_merge.history_deleted(plan, dst) ~ ")", 'dbt_merge_delete') %}
   {% endif %}
@@ -62,7 +62,7 @@
 {% macro _history_sourced_columns(plan) %}
   {% set meta = plan.history.meta | map(attribute='name') | map('lower') | list %}
   {% set columns = [] %}
-  {% for col in plan.write_names if col | lower in meta or dbt_merge._find_column(col, plan.source_names) is not none %}
+  {% for col in plan.write_names if col | lower in meta or dbt_merge.find_column(col, plan.source_names) is not none %}
     {% do columns.append(col) %}
   {% endfor %}
   {{ return(columns) }}
@@ -79,7 +79,7 @@
   {%- set at = chg ~ '.' ~ q(plan.names.at) -%}
   {%- set values = {'dbt_scd_id': dbt_merge.history_scd_id(plan, src ~ '.', at), 'dbt_updated_at': at,
                     'dbt_valid_from': at, 'dbt_valid_to': dbt_merge.history_open_end(plan),
-                    'dbt_is_deleted': "cast('False' as " ~ dbt_merge._history_type('string') ~ ")"} -%}
+                    'dbt_is_deleted': "cast('False' as " ~ dbt_merge.history_type('string') ~ ")"} -%}
   {%- if h.updated_at -%}
     {#- dbt_updated_at is the row's updated_at (dbt's timestamp strategy), also when it opens later -#}
     {%- do values.update({'dbt_updated_at': dbt_merge.history_time(plan, src ~ '.' ~ q(h.updated_at))}) -%}
@@ -87,7 +87,7 @@
   {%- set select_list = [] -%}
   {%- for col in columns -%}
     {%- set role = dbt_merge._history_role(plan, col) -%}
-    {%- set found = dbt_merge._find_column(col, plan.source_names) -%}
+    {%- set found = dbt_merge.find_column(col, plan.source_names) -%}
     {%- set value = values[role] if role else (src ~ '.' ~ q(found) if found is not none else 'null') -%}
     {%- do select_list.append(value ~ ' as ' ~ q(col)) -%}
   {%- endfor -%}
@@ -109,7 +109,7 @@
   {%- set values = {'dbt_scd_id': "md5(coalesce(cast(" ~ dst ~ "." ~ q(h.cols.dbt_scd_id) ~ " as string), '') || '|' || "
                                   ~ "coalesce(cast(" ~ at ~ " as string), ''))",
                     'dbt_updated_at': at, 'dbt_valid_from': at, 'dbt_valid_to': dbt_merge.history_open_end(plan),
-                    'dbt_is_deleted': "cast('True' as " ~ dbt_merge._history_type('string') ~ ")"} -%}
+                    'dbt_is_deleted': "cast('True' as " ~ dbt_merge.history_type('string') ~ ")"} -%}
   {%- set select_list = [] -%}
   {%- for col in columns -%}
     {%- set role = dbt_merge._history_role(plan, col) -%}
@@ -117,7 +117,7 @@
   {%- endfor -%}
   {{ return('select ' ~ select_list | join(', ') ~ ' from ' ~ plan.target ~ ' as ' ~ dst ~ ' inner join '
       ~ plan.changes ~ ' as ' ~ chg ~ ' on ' ~ dbt_merge.key_match(plan.key_columns, chg, dst, plan.compare) ~ ' where ' ~ chg ~ '.'
-      ~ q(plan.names.action) ~ " = 'D' and " ~ dbt_merge._target_rows_condition(plan, false) ~ ' and '
+      ~ q(plan.names.action) ~ " = 'D' and " ~ dbt_merge.target_rows_condition(plan, false) ~ ' and '
       ~ dbt_merge.history_current(plan, dst) ~ ' and not ' ~ dbt_merge.history_deleted(plan, dst)) }}
 {% endmacro %}
 
@@ -153,7 +153,7 @@
     table. The MERGE's source holds a closing row per key that closes ('C': matched to the
     key's current version, closed) and each row to insert ('W': never matched); it passes the
     snapshot guard, so a commit made after the counts fails the write (written into the run's
-    branch instead on a table that does not validate a MERGE, _publishes_on_branch). -#}
+    branch instead on a table that does not validate a MERGE, publishes_on_branch). -#}
 {% macro spark__apply_history(plan, stats) %}
   {% set altered = dbt_merge.schema_changes_any(plan.schema) %}
   {% set storage = plan.target_storage if plan.target_storage and not altered else dbt_merge.table_storage(plan.target) %}
@@ -177,27 +177,27 @@
   {% if stats.classes.U + stats.classes.R + stats.classes.D > 0 %}
     {% set closing = [] %}
     {% for col in columns %}
-      {% set key = dbt_merge._find_column(col, plan.key_columns) %}
+      {% set key = dbt_merge.find_column(col, plan.key_columns) %}
       {% do closing.append((q(key) if key is not none else 'null') ~ ' as ' ~ q(col)) %}
     {% endfor %}
     {% do parts.append('select ' ~ closing | join(', ') ~ ', ' ~ at ~ ", 'C' as " ~ kind ~ ' from ('
         ~ dbt_merge.history_closing_sql(plan) ~ ') as dbt_merge_changes') %}
   {% endif %}
   {#- a table that does not validate a MERGE against other writers' appends: into the run's
-      branch, published only while main is still the snapshot counted (_publishes_on_branch) -#}
-  {% set branch = dbt_merge._run_branch_name(plan) if dbt_merge._publishes_on_branch(plan, storage) else none %}
+      branch, published only while main is still the snapshot counted (publishes_on_branch) -#}
+  {% set branch = dbt_merge.run_branch_name(plan) if dbt_merge.publishes_on_branch(plan, storage) else none %}
   {% set into = plan.target ~ '.branch_' ~ branch if branch else plan.target %}
   {% set guard = none if branch else dbt_merge.snapshot_guard_sql(plan) %}
   {% set rows = parts | join(' union all ') %}
   {% set sql = 'merge into ' ~ into ~ ' as ' ~ dst ~ ' using ('
       ~ ('select * from (' ~ rows ~ ') as ' ~ src ~ ' where ' ~ guard if guard else rows) ~ ') as ' ~ src
       ~ ' on ' ~ src ~ '.' ~ kind ~ " = 'C' and " ~ dbt_merge.key_match(plan.key_columns, src, dst, plan.compare) ~ ' and '
-      ~ dbt_merge._target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge.history_current(plan, dst)
+      ~ dbt_merge.target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge.history_current(plan, dst)
       ~ ' when matched then update set ' ~ dst ~ '.' ~ q(h.cols.dbt_valid_to) ~ ' = ' ~ src ~ '.' ~ at
       ~ ' when not matched and ' ~ src ~ '.' ~ kind ~ " = 'W' then insert (" ~ dbt_merge.column_list(columns)
       ~ ') values (' ~ dbt_merge.column_list(columns, src) ~ ')' %}
   {% if branch %}
-    {% do dbt_merge._write_on_branch(plan, plan.snapshot, branch, sql, 'MERGE') %}
+    {% do dbt_merge.write_on_branch(plan, plan.snapshot, branch, sql, 'MERGE') %}
   {% else %}
     {% do dbt_merge.run_statement(sql, 'dbt_merge_merge') %}
   {% endif %}
@@ -213,7 +213,7 @@
   {%- set chg = 'dbt_merge_changes' -%}
   {%- set q = dbt_merge.quote_identifier -%}
   {%- set closes = stats.classes.U + stats.classes.R + stats.classes.D > 0 -%}
-  {%- set closing = dbt_merge._target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge.history_current(plan, dst) -%}
+  {%- set closing = dbt_merge.target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge.history_current(plan, dst) -%}
   {%- set select_list = [] -%}
   {%- for col in columns -%}
     {%- if closes and col | lower == h.cols.dbt_valid_to | lower -%}
@@ -240,7 +240,7 @@
             ~ chg, plan.key_columns, dst, compare=plan.compare)) -%}
     {%- endif -%}
     {%- set kept = kept ~ ' left semi join (' ~ affected | join(' union ') ~ ') as dbt_merge_affected on '
-          ~ dbt_merge._same_partition(partition_by, dst, 'dbt_merge_affected') -%}
+          ~ dbt_merge.same_partition(partition_by, dst, 'dbt_merge_affected') -%}
   {%- endif -%}
   {{ return(kept ~ (' union all select ' ~ dbt_merge.column_list(columns) ~ ' from (' ~ written ~ ') as dbt_merge_written'
                     if written else '')) }}
@@ -255,8 +255,8 @@
         or stats.classes.U + stats.classes.R + stats.classes.D == 0 -%}
     {{ return([]) }}
   {%- endif -%}
-  {%- set closing = dbt_merge._target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge.history_current(plan, dst)
+  {%- set closing = dbt_merge.target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge.history_current(plan, dst)
         ~ ' and ' ~ dbt_merge.exists_match('(' ~ dbt_merge.history_closing_sql(plan) ~ ') as dbt_merge_changes',
                                            plan.key_columns, dst, compare=plan.compare) -%}
-  {{ return(dbt_merge._partition_specs(plan, storage, work, closing)) }}
+  {{ return(dbt_merge.partition_specs(plan, storage, work, closing)) }}
 {% endmacro %}

@@ -38,7 +38,7 @@
   {% if storage and storage.write == 'merge' %}
     {{ return(none) }}
   {% endif %}
-  {% set leftovers = dbt_merge._leftover_work_tables(existing) %}
+  {% set leftovers = dbt_merge.leftover_work_tables(existing) %}
   {% if not leftovers %}
     {{ return(none) }}
   {% endif %}
@@ -60,7 +60,7 @@
       {% do dbt_merge.run_statement('alter table ' ~ existing ~ ' drop if exists ' ~ work.emptied | join(', '),
           'dbt_merge_drop_partitions') %}
     {% endif %}
-    {% do dbt_merge._overwrite_from_work_table(existing, storage, work.relation) %}
+    {% do dbt_merge.overwrite_from_work_table(existing, storage, work.relation) %}
   {% endfor %}
   {% for work in leftovers %}
     {% do dbt_merge.run_statement('drop table if exists ' ~ work.relation, 'dbt_merge_leftovers') %}
@@ -81,14 +81,14 @@
   {% if existing is none %}
     {{ return(none) }}
   {% endif %}
-  {% for work in dbt_merge._leftover_work_tables(existing) %}
+  {% for work in dbt_merge.leftover_work_tables(existing) %}
     {% do dbt_merge.run_statement('drop table if exists ' ~ work.relation, 'dbt_merge_leftovers') %}
   {% endfor %}
 {% endmacro %}
 
 {#- The work tables earlier runs left for `existing` and marked as the package's: [{relation,
     ready (when the write was marked complete, or none), emptied (partition specs)}]. -#}
-{% macro _leftover_work_tables(existing) %}
+{% macro leftover_work_tables(existing) %}
   {#- `like` takes a regular expression with * for .*: other characters of the name become *,
       and | separates patterns; the names are matched exactly here. Also dropped: the copies of a non-deterministic
       SELECT (stage_select, <model>__dbt_merge_s_*) that a failed run left. -#}
@@ -130,5 +130,5 @@
 {#- `tblproperties (...)` marking a work table the run creates as the package's, made for `target`
     (finish_interrupted_write recognises its own work tables by it, never by their names). -#}
 {% macro work_table_properties(target) %}
-  {{ return("tblproperties ('dbt_merge.work_for' = " ~ dbt_merge._sql_string(target.identifier) ~ ")") }}
+  {{ return("tblproperties ('dbt_merge.work_for' = " ~ dbt_merge.sql_string(target.identifier) ~ ")") }}
 {% endmacro %}

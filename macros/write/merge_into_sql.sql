@@ -51,12 +51,12 @@
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
   {%- set full = plan.actions.target_only == 'delete' -%}
-  {%- set columns = dbt_merge._written_columns(plan) -%}
+  {%- set columns = dbt_merge.written_columns(plan) -%}
   {%- set kept = counts.unchanged + (counts.held_back or 0) -%}
   {%- set inserts_only = counts.updated + counts.condition_deletes + counts.unmatched == 0 -%}
   {%- set filtered = kept > 0 and inserts_only -%}
-  {%- set del = dbt_merge._delete_flag(plan) if plan.delete_condition else none -%}
-  {%- set rows = dbt_merge._source_rows_sql(plan, 'changed' if filtered else none,
+  {%- set del = dbt_merge.delete_flag(plan) if plan.delete_condition else none -%}
+  {%- set rows = dbt_merge.source_rows_sql(plan, 'changed' if filtered else none,
                                            keep_deleted=plan.delete_condition or plan.update_condition) -%}
   {%- set guard = dbt_merge.snapshot_guard_sql(plan) -%}
   merge into {{ plan.target }} as {{ dst }}
@@ -65,17 +65,17 @@
   {%- for predicate in plan.predicates %} and ({{ predicate }}){% endfor %}
   {%- if inserts_only %}
   {%- set q = dbt_merge.quote_identifier(columns[0]) %}
-  when matched then update set {{ dst }}.{{ q }} = coalesce(raise_error({{ dbt_merge._sql_string(
+  when matched then update set {{ dst }}.{{ q }} = coalesce(raise_error({{ dbt_merge.sql_string(
       dbt_merge._concurrent_insert_message(plan)) }}), {{ dst }}.{{ q }})
   {%- endif %}
   {%- if counts.condition_deletes > 0 %}
-  when matched and {{ del }} {%- if plan.soft_delete %} and {{ dbt_merge._live(plan) }}{% endif %} then {{ dbt_merge._merge_delete_action(plan) }}
+  when matched and {{ del }} {%- if plan.soft_delete %} and {{ dbt_merge.live(plan) }}{% endif %} then {{ dbt_merge._merge_delete_action(plan) }}
   {%- endif %}
   {%- if counts.updated > 0 %}
   {%- set tests = [] %}
   {%- if del %}{% do tests.append('not ' ~ del) %}{% endif %}
-  {%- if not filtered and kept > 0 %}{% do tests.append(dbt_merge._row_changed_condition(plan)) %}{% endif %}
-  {%- if not filtered and plan.update_condition and counts.held_back > 0 %}{% do tests.append(dbt_merge._update_allowed(plan)) %}{% endif %}
+  {%- if not filtered and kept > 0 %}{% do tests.append(dbt_merge.row_changed_condition(plan)) %}{% endif %}
+  {%- if not filtered and plan.update_condition and counts.held_back > 0 %}{% do tests.append(dbt_merge.update_allowed(plan)) %}{% endif %}
   when matched {%- for t in tests %} and {{ t }}{% endfor %} then update set
     {%- for col in plan.update_columns %}
     {{ dst }}.{{ dbt_merge.quote_identifier(col) }} = {{ src }}.{{ dbt_merge.quote_identifier(col) }}{{ ',' if not loop.last }}
@@ -86,8 +86,8 @@
     values ({{ dbt_merge.column_list(columns, src) }})
   {%- endif %}
   {%- if counts.unmatched > 0 %}
-  when not matched by source and {{ dbt_merge._target_rows_condition(plan, false) }}
-    {%- if plan.soft_delete %} and {{ dbt_merge._live(plan) }}{% endif %} then {{ dbt_merge._merge_delete_action(plan) }}
+  when not matched by source and {{ dbt_merge.target_rows_condition(plan, false) }}
+    {%- if plan.soft_delete %} and {{ dbt_merge.live(plan) }}{% endif %} then {{ dbt_merge._merge_delete_action(plan) }}
   {%- elif rewrite_every_file and not inserts_only %}
   {#- no runtime file filter (_rewrites_every_file); the clause applies to no row -#}
   when not matched by source and false then delete
@@ -96,7 +96,7 @@
 
 {#- What a MERGE does to a target row it removes: delete it, or soft-delete it. -#}
 {% macro _merge_delete_action(plan) %}
-  {{ return('update set ' ~ dbt_merge._soft_delete_assignments(plan, true) if plan.soft_delete else 'delete') }}
+  {{ return('update set ' ~ dbt_merge.soft_delete_assignments(plan, true) if plan.soft_delete else 'delete') }}
 {% endmacro %}
 
 {#- What a MERGE that only inserts says when a key counted new is in the table as it writes. -#}

@@ -39,7 +39,7 @@
   snapshot it started from (every MERGE commits, also one that changes nothing), and, from the
   Python door, carrying the call's own mark. Anything else refuses the run, nothing published.
   Each run's branch is its own (dbt_merge_<UTC time>_<id>); a run drops another's only when its
-  name says it is more than a day old (_drop_dead_branches).
+  name says it is more than a day old (drop_dead_branches).
   Returns the statistics (with snapshot_id: the snapshot published, none when nothing changed),
   or none (nothing written, no branch left) when the merge must take the passes instead.
 -#}
@@ -76,7 +76,7 @@
 {% macro spark__commit_counts_applies(plan, cfg) %}
   {% if plan.history %}{{ return(false) }}{% endif %}{#- a history merge closes and inserts versions: the passes -#}
   {% set storage = plan.target_storage %}
-  {% set isolation = dbt_merge._isolation_level((plan.get('target_properties') or {}).get('write.merge.isolation-level') or '') %}
+  {% set isolation = dbt_merge.isolation_level((plan.get('target_properties') or {}).get('write.merge.isolation-level') or '') %}
   {% set asked = var('dbt_merge_commit_counts', false) or isolation == 'SNAPSHOT' %}
   {% if not asked or cfg.dry_run or not storage or storage.provider != 'iceberg' %}
     {{ return(false) }}
@@ -90,7 +90,7 @@
   {% endif %}
   {{ return(kind is not none and plan.strategy in strategies and not plan.actions.dedupe and not plan.deduped
             and not plan.update_condition and not plan.delete_condition and not plan.soft_delete
-            and not plan.predicates and not altered and dbt_merge._branches_available(plan)) }}
+            and not plan.predicates and not altered and dbt_merge.branches_available(plan)) }}
 {% endmacro %}
 
 {#- 'v3' (row lineage), 'mor' (merge-on-read, format 2) or none. -#}
@@ -104,13 +104,13 @@
 
 {#- Branches can be made and published: by the Python door (its own Iceberg calls,
     dbt_merge_branches) or in SQL, which needs Iceberg's SQL extensions in the session. -#}
-{% macro _branches_available(plan=none) %}
-  {{ return(dbt_merge_branches is defined or dbt_merge._iceberg_extensions(plan) == true) }}
+{% macro branches_available(plan=none) %}
+  {{ return(dbt_merge_branches is defined or dbt_merge.iceberg_extensions(plan) == true) }}
 {% endmacro %}
 
 {#- Whether the session runs Iceberg's SQL extensions (a static setting of the session): as
     staging the SELECT read it (plan.session, stage_select), else read now. -#}
-{% macro _iceberg_extensions(plan=none) %}
+{% macro iceberg_extensions(plan=none) %}
   {% set known = (plan.session if plan else {}).get('iceberg_extensions') %}
   {% if known is not none %}
     {{ return(known) }}
@@ -139,13 +139,13 @@
     {#- as read with the table's columns once the run reloaded it (described_target) -#}
     {% do properties.update(plan.target_properties) %}
   {% else %}
-    {% do properties.update(dbt_merge._table_properties(plan.target)) %}
+    {% do properties.update(dbt_merge.table_properties(plan.target)) %}
   {% endif %}
   {% set pinned = properties.get('current-snapshot-id') %}
   {% if not pinned or not modules.re.match('^-?[0-9]+$', pinned) %}
     {{ return(none) }}
   {% endif %}
-  {% set staging = dbt_merge._table_wap_settings(plan, {'properties': properties, 'exact': not listed}) %}
+  {% set staging = dbt_merge.table_wap_settings(plan, {'properties': properties, 'exact': not listed}) %}
   {% if staging %}
     {#- Iceberg would stage the branch's commit (spark.wap.id) or refuse it (spark.wap.branch):
         the passes write the merge as the session asks (staged), counted before they write -#}
@@ -186,12 +186,12 @@
     {% endif %}
     {{ return(none) }}
   {% endif %}
-  {% set branch = dbt_merge._run_branch_name(plan) %}
-  {% do dbt_merge._iceberg_branch(plan.target, 'create', branch, pinned) %}
+  {% set branch = dbt_merge.run_branch_name(plan) %}
+  {% do dbt_merge.iceberg_branch(plan.target, 'create', branch, pinned) %}
   {% set read = none if claimed else dbt_merge._read_keys(plan, branch) %}
   {% if not claimed and not read.unique %}
     {#- a key held twice or a NULL key: the passes refuse exactly the keys of the SELECT -#}
-    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+    {% do dbt_merge.iceberg_branch(plan.target, 'drop', branch) %}
     {{ return(none) }}
   {% endif %}
   {% set rows = record.rows if claimed else read.rows %}
@@ -208,7 +208,7 @@
   {% set head = state.refs.get(branch) %}
   {% set mark = dbt_merge_branches.mark if dbt_merge_branches is defined else none %}
   {% if head is none or head.snapshot == pinned or head.parent != pinned or (mark is not none and head.mark != mark) %}
-    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+    {% do dbt_merge.iceberg_branch(plan.target, 'drop', branch) %}
     {{ dbt_merge.raise_merge_error(dbt_merge._unproven_commit_message(plan, branch, pinned, head)) }}
   {% endif %}
   {#- the keys as verified: the record, when the key columns are still the fields it names and
@@ -226,7 +226,7 @@
         ~ 'is not the table\'s (its key columns are other fields now, or it was not written by this package for this table)'
         if claimed else 'its key columns became other fields while the run read them') ~ '; counting the merge by its '
         ~ 'passes instead.', info=true) %}
-    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+    {% do dbt_merge.iceberg_branch(plan.target, 'drop', branch) %}
     {% if claimed %}
       {% do dbt_merge._set_marks(plan, {'dbt_merge.keys-verified': ''}) %}
     {% endif %}
@@ -244,7 +244,7 @@
           ~ 'have (' ~ written ~ ' for ' ~ source_rows ~ ' rows of the SELECT); counting it by its passes instead.',
           info=true) %}
     {% endif %}
-    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+    {% do dbt_merge.iceberg_branch(plan.target, 'drop', branch) %}
     {{ return(none) }}
   {% endif %}
   {% set inserted, updated, deleted = written.inserted, written.updated, written.deleted %}
@@ -254,25 +254,25 @@
                    'condition_deletes': 0, 'matched_rows': matched, 'matched_keys': matched,
                    'considered': rows} %}
   {% if plan.actions.target_only == 'delete' and deleted > 0 and deleted > plan.max_delete_fraction * counts.considered %}
-    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+    {% do dbt_merge.iceberg_branch(plan.target, 'drop', branch) %}
     {% do dbt_merge.check_merge_counts(plan, counts) %}
   {% endif %}
-  {% do dbt_merge._drop_dead_branches(plan, state.refs, branch) %}
+  {% do dbt_merge.drop_dead_branches(plan, state.refs, branch) %}
   {% if inserted + updated + deleted == 0 %}
     {#- nothing changed: main keeps its snapshot (no empty commit) -#}
-    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+    {% do dbt_merge.iceberg_branch(plan.target, 'drop', branch) %}
     {% set published, verified = none, pinned_state %}
   {% else %}
     {% set moved = state.refs.get('main') is none or state.refs.main.snapshot != pinned %}
     {% if not moved %}
       {#- Iceberg's fast-forward refuses, atomically, a main that is no longer an ancestor of the
           branch; the Python door reports that ('moved'), SQL fails the statement -#}
-      {% set moved = dbt_merge._iceberg_branch(plan.target, 'fast_forward', branch, pinned, head.snapshot) == 'moved' %}
+      {% set moved = dbt_merge.iceberg_branch(plan.target, 'fast_forward', branch, pinned, head.snapshot) == 'moved' %}
     {% endif %}
-    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+    {% do dbt_merge.iceberg_branch(plan.target, 'drop', branch) %}
     {% if moved %}
       {% do plan.update({'snapshot': pinned}) %}
-      {{ dbt_merge.raise_merge_error(dbt_merge._concurrent_commit_message(plan, prefixed=false)) }}
+      {{ dbt_merge.raise_merge_error(dbt_merge.concurrent_commit_message(plan, prefixed=false)) }}
     {% endif %}
     {% set published, verified = head.snapshot, head %}
   {% endif %}
@@ -295,29 +295,29 @@
     a key repeated in the SELECT fails the statement with the package's message (a window count
     by key, which the MERGE's own join, partitioned by the key, shares), before anything is
     committed. `target_rows`: the table's rows; a SELECT of at least 90% of
-    them on a copy-on-write table skips the runtime file filter (_matches_every_file). -#}
+    them on a copy-on-write table skips the runtime file filter (matches_every_file). -#}
 {% macro _merge_on_branch_sql(plan, target_rows) %}
   {%- set src = 'DBT_INTERNAL_SOURCE' -%}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
-  {%- set columns = dbt_merge._written_columns(plan) -%}
+  {%- set columns = dbt_merge.written_columns(plan) -%}
   {%- set n = dbt_merge.quote_identifier(plan.names.rows) -%}
-  {%- set every_file = dbt_merge._matches_every_file(plan.target_storage, plan.source_rows | int, target_rows) -%}
+  {%- set every_file = dbt_merge.matches_every_file(plan.target_storage, plan.source_rows | int, target_rows) -%}
   merge into {{ plan.target }} as {{ dst }}
   using (
   {%- if plan.keys_tested_by_count %}
     select * from (
       select {{ src }}.*, count(*) over (partition by {{ dbt_merge.column_list(plan.key_columns, src) }}) as {{ n }}
-      from ({{ dbt_merge._source_rows_sql(plan) }}) as {{ src }}
+      from ({{ dbt_merge.source_rows_sql(plan) }}) as {{ src }}
     ) as {{ src }}
     where case when {{ src }}.{{ n }} > 1 then raise_error({{ dbt_merge._repeated_key_message_sql(plan, src) }}) else true end
   {%- else %}
-    {{ dbt_merge._source_rows_sql(plan) }}
+    {{ dbt_merge.source_rows_sql(plan) }}
   {%- endif %}
   ) as {{ src }}
   on {{ dbt_merge.key_match(plan.key_columns, src, dst) }}
   {%- if not every_file %}{{ dbt_merge.target_key_bounds(plan, dst) }}{% endif %}
   {%- if plan.actions.matched == 'update' and plan.update_columns %}
-  when matched and {{ dbt_merge._row_changed_condition(plan) }} then update set
+  when matched and {{ dbt_merge.row_changed_condition(plan) }} then update set
     {%- for col in plan.update_columns %}
     {{ dst }}.{{ dbt_merge.quote_identifier(col) }} = {{ src }}.{{ dbt_merge.quote_identifier(col) }}{{ ',' if not loop.last }}
     {%- endfor %}
@@ -338,9 +338,9 @@
   {%- for key in plan.key_columns -%}
     {%- do parts.append('cast(' ~ alias ~ '.' ~ dbt_merge.quote_identifier(key) ~ ' as string)') -%}
   {%- endfor -%}
-  {{ return("concat(" ~ dbt_merge._sql_string(dbt_merge.merge_error_prefix() ~ "unique_key value(s) occur more "
+  {{ return("concat(" ~ dbt_merge.sql_string(dbt_merge.merge_error_prefix() ~ "unique_key value(s) occur more "
       ~ "than once in the model's SELECT, e.g. (" ~ plan.key_columns | join(', ') ~ ") = (") ~ ", concat_ws(', ', "
-      ~ parts | join(', ') ~ "), " ~ dbt_merge._sql_string("). Make the key unique in the SELECT, fix unique_key, or use "
+      ~ parts | join(', ') ~ "), " ~ dbt_merge.sql_string("). Make the key unique in the SELECT, fix unique_key, or use "
       ~ "strategy='deduplicate' with dedup_order_by to keep one row per key. The target was not changed.") ~ ")") }}
 {% endmacro %}
 
@@ -349,7 +349,7 @@
 {% macro _set_marks(plan, marks) %}
   {% set pairs = [] %}
   {% for key, value in marks.items() %}
-    {% do pairs.append(dbt_merge._sql_string(key) ~ ' = ' ~ dbt_merge._sql_string(value)) %}
+    {% do pairs.append(dbt_merge.sql_string(key) ~ ' = ' ~ dbt_merge.sql_string(value)) %}
   {% endfor %}
   {% do dbt_merge.run_statement('alter table ' ~ plan.target ~ ' set tblproperties (' ~ pairs | join(', ') ~ ')',
                                 'dbt_merge_describe') %}
@@ -512,7 +512,7 @@
 {% macro _branch_state(plan, branch, pinned) %}
   {% set mark_key = dbt_merge_branches.mark_key if dbt_merge_branches is defined else none %}
   {% set rows = dbt_merge.run_sql('select r.name, cast(r.snapshot_id as string), cast(s.parent_id as string), '
-      ~ 's.operation, s.manifest_list, ' ~ (('s.summary[' ~ dbt_merge._sql_string(mark_key) ~ ']') if mark_key else 'null')
+      ~ 's.operation, s.manifest_list, ' ~ (('s.summary[' ~ dbt_merge.sql_string(mark_key) ~ ']') if mark_key else 'null')
       ~ ', ' ~ dbt_merge._key_fields_sql(plan) ~ ', ' ~ dbt_merge._summary_columns_sql('s')
       ~ ' from (select name, snapshot_id from ' ~ plan.target ~ ".refs where name = 'main' or (left(name, 10) = 'dbt_merge_' and type = 'BRANCH') "
       ~ "union all select '' as name, " ~ pinned ~ ' as snapshot_id) as r left join ' ~ plan.target
@@ -546,24 +546,24 @@
 
 {#- Drop the branches a run of the package left (a statement failed inside Spark, or the run was
     killed) once they are provably not a live run's: the time in their name (dbt_merge_<UTC
-    yyyymmddHHMMSS>_<id>, _run_branch_name) more than a day before now. A run that old refuses to
+    yyyymmddHHMMSS>_<id>, run_branch_name) more than a day before now. A run that old refuses to
     publish (its branch gone). Branches of other names, older versions' included, are never
     touched. `refs`: _branch_state's; `own`: this run's branch. -#}
-{% macro _drop_dead_branches(plan, refs, own) %}
+{% macro drop_dead_branches(plan, refs, own) %}
   {% set limit = (modules.datetime.datetime.utcnow() - modules.datetime.timedelta(days=1)).strftime('%Y%m%d%H%M%S') %}
   {% for name in refs if name != own %}
     {% set found = modules.re.match('^dbt_merge_([0-9]{14})_[0-9a-f]{12}$', name) %}
     {% if found and found.group(1) < limit %}
       {% do log('dbt_merge ' ~ model.name ~ ': dropping the branch ' ~ name ~ ' of ' ~ plan.target ~ ', left more than '
           ~ 'a day ago by a run that did not finish.', info=true) %}
-      {% do dbt_merge._iceberg_branch(plan.target, 'drop', name) %}
+      {% do dbt_merge.iceberg_branch(plan.target, 'drop', name) %}
     {% endif %}
   {% endfor %}
 {% endmacro %}
 
 {#- The run's own branch: dbt_merge_<UTC yyyymmddHHMMSS>_<12 hex>, the hex from this invocation,
-    the table and the moment (no other run holds it; _drop_dead_branches reads its age). -#}
-{% macro _run_branch_name(plan) %}
+    the table and the moment (no other run holds it; drop_dead_branches reads its age). -#}
+{% macro run_branch_name(plan) %}
   {% set now = modules.datetime.datetime.utcnow() %}
   {{ return('dbt_merge_' ~ now.strftime('%Y%m%d%H%M%S') ~ '_'
       ~ local_md5(invocation_id ~ '.' ~ plan.target ~ '.' ~ now.isoformat())[:12]) }}
@@ -592,15 +592,15 @@
     write.wap.enabled=true' lists as the table's, red team helper-63). A session that sets both
     spark.wap.id and spark.wap.branch is refused here, nothing written: Iceberg fails every write
     into such a table with its raw 'Cannot set both WAP ID and branch' (red team helper-64). -#}
-{% macro _table_wap_settings(plan, read=none, at_write=true) %}
-  {% set read = read or dbt_merge._write_properties(plan) %}
+{% macro table_wap_settings(plan, read=none, at_write=true) %}
+  {% set read = read or dbt_merge.write_properties(plan) %}
   {% if 'write.wap.enabled' not in read.properties %}
     {{ return([]) }}
   {% endif %}
   {% if read.exact %}
     {% set value = read.properties['write.wap.enabled'] | string %}
   {% else %}
-    {% set value = dbt_merge._table_property(plan.target, 'write.wap.enabled') %}
+    {% set value = dbt_merge.table_property(plan.target, 'write.wap.enabled') %}
   {% endif %}
   {% if '*********(redacted)' in value %}
     {#- hidden by spark.sql.redaction.options.regex: whether Iceberg stages or redirects the
@@ -614,7 +614,7 @@
           ~ "cannot tell whether Iceberg stages its write or sends it to another branch, so it cannot choose "
           ~ "a write it can check. Narrow spark.sql.redaction.options.regex so that it matches neither "
           ~ "write.wap.enabled nor the WAP settings, or unset the WAP settings, then run the merge again. "
-          ~ dbt_merge._refused_target_note(plan, at_write)) }}
+          ~ dbt_merge.refused_target_note(plan, at_write)) }}
     {% endif %}
     {{ return([]) }}
   {% endif %}
@@ -626,7 +626,7 @@
     {{ dbt_merge.raise_merge_error("the session sets both " ~ settings | join(' and ') ~ ", and " ~ plan.target
         ~ " has write.wap.enabled: Iceberg refuses every write into it with both ('Cannot set both WAP ID and "
         ~ "branch'). Unset one of them (spark.wap.id stages the merge's commit, spark.wap.branch writes it "
-        ~ "into that branch), then run the merge again. " ~ dbt_merge._refused_target_note(plan, at_write)) }}
+        ~ "into that branch), then run the merge again. " ~ dbt_merge.refused_target_note(plan, at_write)) }}
   {% endif %}
   {{ return(settings) }}
 {% endmacro %}
@@ -676,7 +676,7 @@
     any main the branch descends from, so a rollback of main in the instant before it would be
     undone; the table's history is read after it (_check_fast_forward) and such a run fails
     saying so, its branch dropped. -#}
-{% macro _iceberg_branch(relation, action, name, snapshot=none, head=none) %}
+{% macro iceberg_branch(relation, action, name, snapshot=none, head=none) %}
   {% if dbt_merge_branches is defined %}
     {{ return(dbt_merge_branches.run(relation, action, name, snapshot)) }}
   {% elif action == 'create' %}
@@ -684,8 +684,8 @@
     {% do dbt_merge.run_statement('alter table ' ~ relation ~ ' create branch ' ~ dbt_merge.quote_identifier(name)
         ~ ' as of version ' ~ snapshot ~ ' retain 1 days', 'dbt_merge_branch') %}
   {% elif action == 'fast_forward' %}
-    {% do dbt_merge.run_statement('call spark_catalog.system.fast_forward(' ~ dbt_merge._sql_string(relation | string)
-        ~ ", 'main', " ~ dbt_merge._sql_string(name) ~ ')', 'dbt_merge_branch') %}
+    {% do dbt_merge.run_statement('call spark_catalog.system.fast_forward(' ~ dbt_merge.sql_string(relation | string)
+        ~ ", 'main', " ~ dbt_merge.sql_string(name) ~ ')', 'dbt_merge_branch') %}
     {% if snapshot is not none and head is not none %}
       {% do dbt_merge._check_fast_forward(relation, name, snapshot, head) %}
     {% endif %}
@@ -725,7 +725,7 @@
   {% endfor %}
   {% set before = ids[positions[-1] - 1] if positions and positions[-1] > 0 else none %}
   {% if before is not none and before != read | string %}
-    {% do dbt_merge._iceberg_branch(relation, 'drop', name) %}
+    {% do dbt_merge.iceberg_branch(relation, 'drop', name) %}
     {{ dbt_merge.raise_merge_error("this run published its commit " ~ published ~ " to " ~ relation ~ " by fast-forwarding "
         ~ "main from snapshot " ~ read ~ ", the one it read and counted, but main had been set to snapshot " ~ before
         ~ " in between (a rollback or set_current_snapshot by another job), and the fast-forward undid that: main "

@@ -55,7 +55,7 @@
   {#- a history merge (apply_history) closes versions in place and adds versions -#}
   {% do dbt_merge.run_statement('insert into ' ~ work ~ ' '
       ~ (dbt_merge.history_merged_rows_sql(plan, counts, storage.columns, storage.partition_by) if plan.history
-         else dbt_merge._merged_rows_sql(plan, counts, storage.columns, storage.partition_by)), 'dbt_merge_work_rows') %}
+         else dbt_merge.merged_rows_sql(plan, counts, storage.columns, storage.partition_by)), 'dbt_merge_work_rows') %}
 
   {% set emptied = dbt_merge.history_emptied_partitions(plan, counts, storage, work) if plan.history
                    else dbt_merge._emptied_partitions(plan, counts, storage, work) %}
@@ -66,19 +66,19 @@
       interrupted run's next run finishes the write from it (finish_interrupted_write), the
       emptied partitions' drop included. -#}
   {% do dbt_merge.run_statement('alter table ' ~ work ~ " set tblproperties ('dbt_merge.ready' = "
-      ~ dbt_merge._sql_string(run_started_at.isoformat()) ~ ", 'dbt_merge.emptied' = "
-      ~ dbt_merge._sql_string(tojson(emptied)) ~ ")", 'dbt_merge_work_table') %}
+      ~ dbt_merge.sql_string(run_started_at.isoformat()) ~ ", 'dbt_merge.emptied' = "
+      ~ dbt_merge.sql_string(tojson(emptied)) ~ ")", 'dbt_merge_work_table') %}
   {% if emptied %}
     {% do dbt_merge.run_statement('alter table ' ~ plan.target ~ ' drop if exists ' ~ emptied | join(', '),
         'dbt_merge_drop_partitions') %}
   {% endif %}
-  {% do dbt_merge._overwrite_from_work_table(plan.target, storage, work) %}
+  {% do dbt_merge.overwrite_from_work_table(plan.target, storage, work) %}
   {% do dbt_merge.run_statement('drop table if exists ' ~ work, 'dbt_merge_work_table') %}
 {% endmacro %}
 
 {#- INSERT OVERWRITE of the target's partitions that the work table has rows for (of the whole
     table when it has no partitions). -#}
-{% macro _overwrite_from_work_table(target, storage, work) %}
+{% macro overwrite_from_work_table(target, storage, work) %}
   {% set columns = dbt_merge.column_list(storage.columns) %}
   {% if storage.partition_by %}
     {#- Datasource tables overwrite every partition unless the mode is dynamic; Hive tables
@@ -98,7 +98,7 @@
 {#- SELECT of the new content of the affected partitions (of the whole table when `partition_by` is
     empty): the target rows that stay, as they are or soft-deleted, then the rows written, as
     `columns` (the table's columns in its order). -#}
-{% macro _merged_rows_sql(plan, counts, columns, partition_by) %}
+{% macro merged_rows_sql(plan, counts, columns, partition_by) %}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
   {%- set target = plan.target -%}
   {%- set written = dbt_merge._written_rows_sql(plan, counts, columns) -%}
@@ -112,7 +112,7 @@
             ~ ' from ' ~ target ~ ' as ' ~ dst ~ ' where ' ~ removed -%}
     {%- endif -%}
     {%- set kept = kept ~ ' left semi join (' ~ affected ~ ') as dbt_merge_affected on '
-          ~ dbt_merge._same_partition(partition_by, dst, 'dbt_merge_affected') -%}
+          ~ dbt_merge.same_partition(partition_by, dst, 'dbt_merge_affected') -%}
   {%- endif -%}
   {%- if removed -%}
     {%- set kept = kept ~ ' where not (' ~ removed ~ ')' -%}
@@ -131,11 +131,11 @@
   {%- endif -%}
   {#- live rows the merge considers that delete_condition deletes, and for full_merge those no
       source row matches (no changes row, or 'C') -#}
-  {%- set deleted = dbt_merge._target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge._live(plan) ~ ' and '
-        ~ ('not ' ~ dbt_merge._in_changes(plan, ['U', 'N', 'H'], dst) if plan.actions.target_only == 'delete'
-           else dbt_merge._in_changes(plan, ['C'], dst)) -%}
-  {%- set flag = dbt_merge._find_column(plan.soft_delete.column, plan.target_names) | lower -%}
-  {%- set stamp = (dbt_merge._find_column(plan.soft_delete.timestamp_column, plan.target_names) or '') | lower
+  {%- set deleted = dbt_merge.target_rows_condition(plan, false) ~ ' and ' ~ dbt_merge.live(plan) ~ ' and '
+        ~ ('not ' ~ dbt_merge.in_changes(plan, ['U', 'N', 'H'], dst) if plan.actions.target_only == 'delete'
+           else dbt_merge.in_changes(plan, ['C'], dst)) -%}
+  {%- set flag = dbt_merge.find_column(plan.soft_delete.column, plan.target_names) | lower -%}
+  {%- set stamp = (dbt_merge.find_column(plan.soft_delete.timestamp_column, plan.target_names) or '') | lower
         if plan.soft_delete.timestamp_column else none -%}
   {%- set select_list = [] -%}
   {%- for col in columns -%}
@@ -157,17 +157,17 @@
 {% macro _written_rows_sql(plan, counts, columns) %}
   {%- set select_list = [] -%}
   {%- if plan.writes_source_rows -%}
-    {%- set have = dbt_merge._written_columns(plan) -%}
+    {%- set have = dbt_merge.written_columns(plan) -%}
     {%- set only = 'updated' if plan.actions.source_only != 'insert'
                    else ('changed' if counts.unchanged + (counts.held_back or 0) > 0 else none) -%}
-    {%- set from = '(' ~ dbt_merge._source_rows_sql(plan, only) ~ ') as dbt_merge_source_rows' -%}
+    {%- set from = '(' ~ dbt_merge.source_rows_sql(plan, only) ~ ') as dbt_merge_source_rows' -%}
   {%- else -%}
     {%- set have = plan.target_names -%}
     {%- set from = plan.changes ~ ' as dbt_merge_changes where dbt_merge_changes.'
                    ~ dbt_merge.quote_identifier(plan.names.action) ~ " in ('I', 'U')" -%}
   {%- endif -%}
   {%- for col in columns -%}
-    {%- set found = dbt_merge._find_column(col, have) -%}
+    {%- set found = dbt_merge.find_column(col, have) -%}
     {%- do select_list.append((dbt_merge.quote_identifier(found) if found is not none else 'null')
           ~ ' as ' ~ dbt_merge.quote_identifier(col)) -%}
   {%- endfor -%}
@@ -184,7 +184,7 @@
   {%- if counts.updated + (0 if plan.soft_delete else counts.deleted) == 0 -%}
     {{ return(none) }}
   {%- endif -%}
-  {%- set matched = dbt_merge._replaced_rows_match(plan, counts, dst) -%}
+  {%- set matched = dbt_merge.replaced_rows_match(plan, counts, dst) -%}
   {%- set parts = [] -%}
   {%- for key in plan.key_columns -%}
     {%- do parts.append(dst ~ '.' ~ dbt_merge.quote_identifier(key) ~ ' is not null') -%}
@@ -209,12 +209,12 @@
   {%- if not partitions or not removed or not (counts.deleted > 0 or (counts.updated > 0 and moves)) -%}
     {{ return([]) }}
   {%- endif -%}
-  {{ return(dbt_merge._partition_specs(plan, storage, work, removed)) }}
+  {{ return(dbt_merge.partition_specs(plan, storage, work, removed)) }}
 {% endmacro %}
 
 {#- `partition (...)` specs of the target's partitions that hold a row aliased DBT_INTERNAL_DEST
     where `removed` and that the work table has no row for. -#}
-{% macro _partition_specs(plan, storage, work, removed) %}
+{% macro partition_specs(plan, storage, work, removed) %}
   {%- set dst = 'DBT_INTERNAL_DEST' -%}
   {%- set partitions = storage.partition_by -%}
   {%- set values = [] -%}
@@ -238,7 +238,7 @@
 {% endmacro %}
 
 {#- `a.p1 <=> b.p1 and ...`: the same partition (NULL is a partition value too). -#}
-{% macro _same_partition(partitions, left, right) %}
+{% macro same_partition(partitions, left, right) %}
   {%- set parts = [] -%}
   {%- for col in partitions -%}
     {%- set q = dbt_merge.quote_identifier(col) -%}

@@ -87,7 +87,7 @@
   {% endif %}
   {% set rows = 'select * from ' ~ (plan.deduped or plan.stage) %}
   {% if plan.delete_condition %}
-    {% set rows = rows ~ ' as DBT_INTERNAL_SOURCE where not ' ~ dbt_merge._delete_flag(plan) %}
+    {% set rows = rows ~ ' as DBT_INTERNAL_SOURCE where not ' ~ dbt_merge.delete_flag(plan) %}
   {% endif %}
   {{ return(rows) }}
 {% endmacro %}

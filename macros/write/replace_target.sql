@@ -34,7 +34,7 @@
   {% set read = plan.get('snapshot') if storage.provider == 'iceberg' else none %}
   {#- Iceberg: guarded on the counted snapshot, or, counted on a table with no commit yet, on it
       still having none (a commit another writer made since would be read and kept uncounted) -#}
-  {% set guard = dbt_merge._snapshot_is_sql(plan.target, read, dbt_merge._concurrent_commit_message(plan))
+  {% set guard = dbt_merge.snapshot_is_sql(plan.target, read, dbt_merge.concurrent_commit_message(plan))
                  if storage.provider == 'iceberg' else none %}
   {#- an unpartitioned table is overwritten whole in either partition overwrite mode, when at least
       one row is written (choose_full_merge_write merges a table the merge leaves empty) -#}
@@ -46,7 +46,7 @@
       has that snapshot's columns: a column dropped and added again since would read the dropped
       one's values, and one added since would be missing); the guard makes them the counted
       snapshot's rows, since the statement fails unless main is still that snapshot -#}
-  {% set rows = dbt_merge._merged_rows_sql(plan, counts, storage.columns, []) %}
+  {% set rows = dbt_merge.merged_rows_sql(plan, counts, storage.columns, []) %}
   {% if guard %}
     {% set rows = 'select * from (' ~ rows ~ ') as dbt_merge_rows where ' ~ guard %}
   {% endif %}
@@ -54,7 +54,7 @@
       choose_full_merge_write writes by MERGE INTO then). Branches need Iceberg's SQL
       extensions (or the Python door's in-process branches); without them the overwrite is
       committed in place and checked after (_check_replaced_snapshot) -#}
-  {% if read is not none and dbt_merge._branches_available(plan) %}
+  {% if read is not none and dbt_merge.branches_available(plan) %}
     {#- Iceberg with a snapshot: into the run's branch, published only onto that snapshot -#}
     {% do dbt_merge._overwrite_on_branch(plan, rows, read) %}
     {{ return(none) }}
@@ -66,7 +66,7 @@
 {% endmacro %}
 
 {#- The overwrite of an Iceberg table counted on snapshot `read`, written into a branch of the
-    run made at `read` and published by fast-forwarding main to it (_write_on_branch): Iceberg's
+    run made at `read` and published by fast-forwarding main to it (write_on_branch): Iceberg's
     INSERT OVERWRITE does not check for commits made since the snapshot it read, but its
     fast-forward refuses, atomically, a main that is no longer an ancestor of the branch, and the
     run refuses a main that is not `read` any more. So the commit published is exactly the run's
@@ -75,8 +75,8 @@
     session's cached table, which another thread had moved on, a later writer's commit was taken
     for the run's and undone, and the run said none of its rows remained while all of them did). -#}
 {% macro _overwrite_on_branch(plan, rows, read) %}
-  {% set branch = dbt_merge._run_branch_name(plan) %}
-  {% do dbt_merge._write_on_branch(plan, read, branch, 'insert overwrite table ' ~ plan.target ~ '.branch_' ~ branch
+  {% set branch = dbt_merge.run_branch_name(plan) %}
+  {% do dbt_merge.write_on_branch(plan, read, branch, 'insert overwrite table ' ~ plan.target ~ '.branch_' ~ branch
                                    ~ ' ' ~ rows, 'INSERT OVERWRITE') %}
 {% endmacro %}
 
@@ -89,10 +89,10 @@
     run's cannot be told (no mark on a SQL commit), so nothing is put back, which could undo a
     later writer's commit (red team helper-41): the run fails saying what to check. -#}
 {% macro _check_replaced_snapshot(relation, read) %}
-  {% set written = dbt_merge._current_snapshot(relation) %}
+  {% set written = dbt_merge.current_snapshot(relation) %}
   {% if written == read %}
     {% do dbt_merge.reload_table(relation) %}
-    {% set written = dbt_merge._current_snapshot(relation) %}
+    {% set written = dbt_merge.current_snapshot(relation) %}
   {% endif %}
   {% if written == read %}
     {{ dbt_merge.raise_merge_error("internal: the INSERT OVERWRITE of " ~ relation ~ " made no commit (the table "

@@ -25,20 +25,20 @@
   {% if plan.get('snapshot') is none and not plan.get('no_commit_yet') %}
     {{ return(none) }}
   {% endif %}
-  {{ return(dbt_merge._snapshot_is_sql(plan.target, plan.snapshot, dbt_merge._concurrent_commit_message(plan))) }}
+  {{ return(dbt_merge.snapshot_is_sql(plan.target, plan.snapshot, dbt_merge.concurrent_commit_message(plan))) }}
 {% endmacro %}
 
 {#- True while Iceberg table `relation`'s `main` reference is snapshot `snapshot` (none: while
     the table has no commit yet); otherwise the statement fails with `message`. -#}
-{% macro _snapshot_is_sql(relation, snapshot, message) %}
+{% macro snapshot_is_sql(relation, snapshot, message) %}
   {% set holds = ("(select count(*) from " ~ relation ~ ".refs where name = 'main') = 0" if snapshot is none
                   else "(select snapshot_id from " ~ relation ~ ".refs where name = 'main') = " ~ snapshot) %}
-  {{ return("case when " ~ holds ~ " then true else raise_error(" ~ dbt_merge._sql_string(message) ~ ") end") }}
+  {{ return("case when " ~ holds ~ " then true else raise_error(" ~ dbt_merge.sql_string(message) ~ ") end") }}
 {% endmacro %}
 
 {#- What a run whose table changed under it says: raised inside Spark (a statement's raise_error),
     with the prefix raise_merge_error would give it; `prefixed=false` for raise_merge_error itself. -#}
-{% macro _concurrent_commit_message(plan, prefixed=true) %}
+{% macro concurrent_commit_message(plan, prefixed=true) %}
   {#- the schema change is made before the write, a commit of its own that stays (red team
       helper-43: "nothing was written" while the column added was in the table) -#}
   {% set altered = dbt_merge.schema_changes_any(plan.get('schema')) %}

@@ -24,8 +24,8 @@
     delete_condition on a source row (aliased DBT_INTERNAL_SOURCE). -#}
 {% macro writer_spec(plan) %}
   {{ return({
-    'considered': dbt_merge._target_rows_condition(plan, false),
-    'live': dbt_merge._live(plan) if plan.soft_delete else none,
-    'delete_flag': dbt_merge._delete_flag(plan) if plan.delete_condition else none,
+    'considered': dbt_merge.target_rows_condition(plan, false),
+    'live': dbt_merge.live(plan) if plan.soft_delete else none,
+    'delete_flag': dbt_merge.delete_flag(plan) if plan.delete_condition else none,
   }) }}
 {% endmacro %}

@@ -6,7 +6,7 @@
   made after the counts, before or while the statement ran, refuses the run with nothing
   published, whatever Iceberg itself validates when it commits. Used by every INSERT OVERWRITE of
   a whole Iceberg table (replace_target), and by the MERGE of the passes into a table that does
-  not validate a MERGE against the commits made while it ran (_publishes_on_branch).
+  not validate a MERGE against the commits made while it ran (publishes_on_branch).
 -#}
 
 {#- Whether the passes' MERGE into this Iceberg table (`storage`: plan.target_storage or as read
@@ -23,20 +23,20 @@
     nor in a session that stages the table's writes (write-audit-publish: Iceberg would stage
     the branch's commit, or refuse it): those are merged in place, as before, except a session
     whose WAP branch is `main`, which Iceberg writes in place unchecked: refused. -#}
-{% macro _publishes_on_branch(plan, storage, at_write=true, read=none) %}
+{% macro publishes_on_branch(plan, storage, at_write=true, read=none) %}
   {% if storage.provider != 'iceberg' or plan.get('snapshot') is none %}
     {{ return(false) }}
   {% endif %}
-  {% set read = read or dbt_merge._write_properties(plan) %}
+  {% set read = read or dbt_merge.write_properties(plan) %}
   {% set properties = read.properties %}
   {#- the session's WAP settings for this table (both at once refused there, for every MERGE) -#}
-  {% set staging = dbt_merge._table_wap_settings(plan, read, at_write) %}
+  {% set staging = dbt_merge.table_wap_settings(plan, read, at_write) %}
   {% set isolation = (properties.get('write.merge.isolation-level') or 'serializable') | string %}
-  {% if dbt_merge._isolation_level(isolation) == 'SERIALIZABLE' %}
+  {% if dbt_merge.isolation_level(isolation) == 'SERIALIZABLE' %}
     {{ return(false) }}
   {% endif %}
-  {#- as _branches_available, read once: none when the session's extensions cannot be read -#}
-  {% set branches = true if dbt_merge_branches is defined else dbt_merge._iceberg_extensions(plan) %}
+  {#- as branches_available, read once: none when the session's extensions cannot be read -#}
+  {% set branches = true if dbt_merge_branches is defined else dbt_merge.iceberg_extensions(plan) %}
   {% if branches is none %}
     {#- a session whose extensions cannot be read (shown redacted): a branch may not be makeable,
         and merged in place such a table keeps another writer's append under the MERGE (red team
@@ -55,7 +55,7 @@
         ~ ("neither the setting nor the table's isolation level" if level_hidden else "neither")
         ~ (", then run the merge again. " if level_hidden
            else ", or set the table's write.merge.isolation-level to serializable, then run the merge again. ")
-        ~ dbt_merge._refused_target_note(plan, at_write)) }}
+        ~ dbt_merge.refused_target_note(plan, at_write)) }}
   {% endif %}
   {% if not branches %}
     {{ return(false) }}
@@ -79,7 +79,7 @@
         ~ "held twice), and refuses any other branch. Unset spark.wap.branch (a write into main needs no WAP "
         ~ "branch)" ~ (", or narrow spark.sql.redaction.options.regex so that it matches neither spark.wap.branch "
         ~ "nor its value" if redacted else "") ~ ", or set the table's write.merge.isolation-level to serializable, "
-        ~ "then run the merge again. " ~ dbt_merge._refused_target_note(plan, at_write)) }}
+        ~ "then run the merge again. " ~ dbt_merge.refused_target_note(plan, at_write)) }}
   {% endif %}
   {#- a session that stages the table's writes (spark.wap.id) or sends them to another branch:
       merged as it asks, in place (a branch of the run would be staged, or refused) -#}
@@ -89,7 +89,7 @@
 {#- Refuse, before anything is written (a schema change, a dry run's report): asked before the
     run counts (no plan.snapshot yet), a table every MERGE into fails (_check_isolation_level);
     asked once it counted its snapshot, a run whose write the session's WAP settings would
-    refuse (_publishes_on_branch, _table_wap_settings: the same decision the write makes; red
+    refuse (publishes_on_branch, table_wap_settings: the same decision the write makes; red
     team helper-65: refused only at the write, a column append_new_columns added was left, the
     message saying the target was not changed). No statement for a table whose properties, as
     the run read them, name neither write.wap.enabled nor an isolation level. -#}
@@ -102,12 +102,12 @@
 
 {% macro spark__check_write_session(plan) %}
   {% if (plan.target_storage or {}).get('provider') == 'iceberg' %}
-    {% set read = dbt_merge._write_properties(plan) %}
+    {% set read = dbt_merge.write_properties(plan) %}
     {% if plan.get('snapshot') is none %}
       {#- asked before the run counts (a table with no commit yet: at both asks) -#}
       {% do dbt_merge._check_isolation_level(plan, read) %}
     {% else %}
-      {% do dbt_merge._publishes_on_branch(plan, plan.target_storage, false, read) %}
+      {% do dbt_merge.publishes_on_branch(plan, plan.target_storage, false, read) %}
     {% endif %}
   {% endif %}
 {% endmacro %}
@@ -116,15 +116,15 @@
     run read them with its columns (plan.target_properties, DESCRIBE's listing: not exact, a
     piece of another property's value can list as a property of its own), else read now with
     SHOW TBLPROPERTIES (exact). -#}
-{% macro _write_properties(plan) %}
+{% macro write_properties(plan) %}
   {% if plan.get('target_properties') is not none %}
     {{ return({'properties': plan.target_properties, 'exact': false}) }}
   {% endif %}
-  {{ return({'properties': dbt_merge._table_properties(plan.target), 'exact': true}) }}
+  {{ return({'properties': dbt_merge.table_properties(plan.target), 'exact': true}) }}
 {% endmacro %}
 
 {#- An Iceberg table's properties as SHOW TBLPROPERTIES gives them: {name: value as text}. -#}
-{% macro _table_properties(relation) %}
+{% macro table_properties(relation) %}
   {% set properties = {} %}
   {% for row in dbt_merge.run_sql('show tblproperties ' ~ relation, 'dbt_merge_describe').rows %}
     {% do properties.update({row[0]: row[1] | string}) %}
@@ -134,7 +134,7 @@
 
 {#- One property of a table, asked by its name (SHOW TBLPROPERTIES t ('name')): its value as
     text, Spark's 'Table ... does not have property: ...' when unset, '' without a row. -#}
-{% macro _table_property(relation, name) %}
+{% macro table_property(relation, name) %}
   {% set rows = dbt_merge.run_sql('show tblproperties ' ~ relation ~ " ('" ~ name ~ "')", 'dbt_merge_describe').rows %}
   {{ return(rows[0][1] | string if rows | length > 0 else '') }}
 {% endmacro %}
@@ -143,7 +143,7 @@
     at the write (another thread changed the settings after the early check), a column change
     on_schema_change made before it stays (red team helper-66: "The target was not changed"
     while a column sync_all_columns dropped was gone). -#}
-{% macro _refused_target_note(plan, at_write) %}
+{% macro refused_target_note(plan, at_write) %}
   {% if at_write and dbt_merge.schema_changes_any(plan.get('schema')) %}
     {{ return("No row was written, but the column change on_schema_change made before the write stays "
         ~ "(the session's settings changed after the run checked them).") }}
@@ -155,7 +155,7 @@
     'SNAPSHOT', or none for a value it refuses. Iceberg upper-cases the name as Java does
     (IsolationLevel.fromName, Locale.ENGLISH), which maps 'ſ' to 'S' and 'ı' to 'I', as
     Python's upper() does: compared in lower case, 'ſnapshot' was refused (red team helper-67). -#}
-{% macro _isolation_level(value) %}
+{% macro isolation_level(value) %}
   {% set name = (value | string) | upper %}
   {{ return(name if name in ['SERIALIZABLE', 'SNAPSHOT'] else none) }}
 {% endmacro %}
@@ -175,12 +175,12 @@
   {% if not read.exact %}
     {#- the listing's value ends at the first comma ('snapshot,x=1' lists as 'snapshot', red
         team helper-67): asked by name -#}
-    {% set level = dbt_merge._table_property(plan.target, 'write.merge.isolation-level') %}
+    {% set level = dbt_merge.table_property(plan.target, 'write.merge.isolation-level') %}
     {% if 'does not have property' in level %}
       {{ return(none) }}
     {% endif %}
   {% endif %}
-  {% if dbt_merge._isolation_level(level) is not none or '*********(redacted)' in level %}
+  {% if dbt_merge.isolation_level(level) is not none or '*********(redacted)' in level %}
     {{ return(none) }}
   {% endif %}
   {{ dbt_merge.raise_merge_error(plan.target ~ " has write.merge.isolation-level='" ~ level ~ "', which is not an "
@@ -192,7 +192,7 @@
 
 {#- `plan` writing into its run's branch `branch` instead of the table: no snapshot guard (the
     branch is the run's own; the fast-forward checks `main`). -#}
-{% macro _on_branch_plan(plan, branch) %}
+{% macro on_branch_plan(plan, branch) %}
   {% set on_branch = {} %}
   {% do on_branch.update(plan) %}
   {% do on_branch.update({'target': plan.target ~ '.branch_' ~ branch, 'snapshot': none, 'no_commit_yet': false}) %}
@@ -200,12 +200,12 @@
 {% endmacro %}
 
 {#- Run `sql`, a statement writing into the run's branch `branch` of plan.target (written for
-    _on_branch_plan's target), with the branch made at snapshot `read` first, then publish it:
+    on_branch_plan's target), with the branch made at snapshot `read` first, then publish it:
     the branch must hold exactly one new commit on `read`, and main must still be `read`;
     otherwise the branch is dropped and the run refused, nothing published. `what` names the
     statement in the message ('MERGE', 'INSERT OVERWRITE'). -#}
-{% macro _write_on_branch(plan, read, branch, sql, what) %}
-  {% do dbt_merge._iceberg_branch(plan.target, 'create', branch, read) %}
+{% macro write_on_branch(plan, read, branch, sql, what) %}
+  {% do dbt_merge.iceberg_branch(plan.target, 'create', branch, read) %}
   {% do dbt_merge.run_statement(sql, 'dbt_merge_merge' if what == 'MERGE' else 'dbt_merge_overwrite') %}
   {#- the branch and main as committed (reloaded, never a cached table), and the package's other
       branches (one left by a run that failed is dropped once a day old) -#}
@@ -218,7 +218,7 @@
   {% endfor %}
   {% set head = refs.get(branch) %}
   {% if head is none or head.snapshot == read or head.parent != read %}
-    {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+    {% do dbt_merge.iceberg_branch(plan.target, 'drop', branch) %}
     {{ dbt_merge.raise_merge_error("the " ~ what ~ " into this run's branch " ~ branch ~ " of " ~ plan.target
         ~ " should have left one commit on snapshot " ~ read ~ ", but the branch is "
         ~ ("gone" if head is none else "snapshot " ~ head.snapshot ~ " (parent " ~ (head.parent or 'none') ~ ")")
@@ -227,13 +227,13 @@
         ~ "Iceberg writes (spark.wap.id with write.wap.enabled) under a name this run could not read (a "
         ~ "redaction regex), its commit may be staged: a snapshot with that wap.id, not in main.") }}
   {% endif %}
-  {% do dbt_merge._drop_dead_branches(plan, refs, branch) %}
+  {% do dbt_merge.drop_dead_branches(plan, refs, branch) %}
   {% set moved = refs.get('main') is none or refs.main.snapshot != read %}
   {% if not moved %}
-    {% set moved = dbt_merge._iceberg_branch(plan.target, 'fast_forward', branch, read, head.snapshot) == 'moved' %}
+    {% set moved = dbt_merge.iceberg_branch(plan.target, 'fast_forward', branch, read, head.snapshot) == 'moved' %}
   {% endif %}
-  {% do dbt_merge._iceberg_branch(plan.target, 'drop', branch) %}
+  {% do dbt_merge.iceberg_branch(plan.target, 'drop', branch) %}
   {% if moved %}
-    {{ dbt_merge.raise_merge_error(dbt_merge._concurrent_commit_message(plan, prefixed=false)) }}
+    {{ dbt_merge.raise_merge_error(dbt_merge.concurrent_commit_message(plan, prefixed=false)) }}
   {% endif %}
 {% endmacro %}

@@ -1039,7 +1039,7 @@ def _planned_columns(target_columns: list[Column], schema_plan) -> list[Column]:
 
 def _dest_values(schema_plan) -> dict[str, str]:
     """A dataset row's value of a column as the planned schema change leaves it (the SQL of
-    the macros' _dest_value): NULL in an added column, converted in a retyped one."""
+    the macros' dest_value): NULL in an added column, converted in a retyped one."""
     values = {c.name.lower(): f"cast(null as {c.dtype})" for c in schema_plan["added"]}
     for r in schema_plan["retyped"]:
         values[r["column"].name.lower()] = (

@@ -78,7 +78,7 @@ def test_plan_and_checks_run_sql_through_the_context():
         m.check_source_rows(plan)
     # private macros (leading underscore) are reachable, as dbt makes them
     # a text column is compared byte for byte, whatever collation DuckDB would use
-    changed = m.get("_row_changed_condition")(plan)
+    changed = m.get("row_changed_condition")(plan)
     assert changed == (
         '((cast(DBT_INTERNAL_SOURCE."v" as varchar) collate c)'
         ' is distinct from (cast(DBT_INTERNAL_DEST."v" as varchar) collate c))'

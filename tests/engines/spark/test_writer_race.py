@@ -47,7 +47,7 @@ CASES = {
 #: before it writes (the passes) unless the table is set to snapshot isolation, which Iceberg
 #: does not check a MERGE against appends under: a merge-on-read one writes once into a branch
 #: where the strategy allows it (merge_on_branch), any other merge's MERGE goes into the run's
-#: branch (_publishes_on_branch); both are published only while main is the snapshot counted
+#: branch (publishes_on_branch); both are published only while main is the snapshot counted
 MODES = {"cow": ("2", "copy-on-write", None), "mor": ("2", "merge-on-read", None),
          "v3": ("3", "copy-on-write", None), "cow_si": ("2", "copy-on-write", "snapshot"),
          "mor_si": ("2", "merge-on-read", "snapshot")}
