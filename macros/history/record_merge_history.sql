@@ -258,20 +258,6 @@
   {{ return('alter table ' ~ relation ~ ' add column if not exists ' ~ dbt_merge.quote_identifier('versions') ~ ' bigint') }}
 {% endmacro %}
 
-{#- A SQL string literal. -#}
-{% macro sql_string(value) %}
-  {{ return(adapter.dispatch('sql_string', 'dbt_merge')(value)) }}
-{% endmacro %}
-
-{% macro default__sql_string(value) %}
-  {{ return("'" ~ (value | string | replace("'", "''")) ~ "'") }}
-{% endmacro %}
-
-{# Spark reads '' inside a literal as two adjacent literals; it escapes with a backslash. #}
-{% macro spark__sql_string(value) %}
-  {{ return("'" ~ (value | string | replace('\\', '\\\\') | replace("'", "\\'")) ~ "'") }}
-{% endmacro %}
-
 {% macro history_type(logical) %}
   {{ return(adapter.dispatch('history_type', 'dbt_merge')(logical)) }}
 {% endmacro %}

@@ -226,24 +226,6 @@
 {% endmacro %}
 
 
-{#- The column of `names` equal to `name` ignoring case (both engines fold identifiers), or none. -#}
-{% macro find_column(name, names) %}
-  {% for candidate in names %}
-    {% if candidate | lower == name | lower %}
-      {{ return(candidate) }}
-    {% endif %}
-  {% endfor %}
-  {{ return(none) }}
-{% endmacro %}
-
-
-{#- The column of `columns` (dbt Columns) named `name` ignoring case, or none. -#}
-{% macro column_named(name, columns) %}
-  {% set found = dbt_merge.find_column(name, (columns or []) | map(attribute='name') | list) %}
-  {{ return((columns or []) | selectattr('name', 'equalto', found) | first if found is not none else none) }}
-{% endmacro %}
-
-
 {#- 'col', 'col desc', 'col asc' (a column name may contain spaces) -> {column, descending}. -#}
 {% macro _parse_order_term(term, source_names, key_lower) %}
   {% set column = dbt_merge.find_column(term, source_names) %}
