@@ -18,7 +18,8 @@ stand-in for dbt's macro context:
 - `config.model.config` (read by check_config_keys) holds the options given, `var()` gives its
   default, `modules` has `re` and `datetime`, `tojson`/`fromjson` are dbt's;
 - what else a front end's flow needs from dbt (`this`, `load_cached_relation`,
-  `adapter.get_columns_in_relation`, ...) it passes in as `context` and `adapter_methods`.
+  `adapter.get_columns_in_relation`, ...) it passes in as `context` (built by `door_context`,
+  the same names for every door) and `adapter_methods`.
 
 Only what those macros use is provided; any other name fails loudly (strict undefined), so a
 macro that starts to need more of dbt's context shows up in the tests, not as a wrong result.
@@ -27,6 +28,7 @@ macro that starts to need more of dbt's context shows up in the tests, not as a 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import re
@@ -35,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 try:
@@ -280,6 +283,43 @@ class _Namespace:
 
     def __getattr__(self, name: str) -> Callable:
         return self._macros.get(name)
+
+
+def door_context(
+    *,
+    this: Any,
+    model: dict[str, str],
+    invocation_id: str,
+    full_refresh: bool,
+    relation: Any,
+    column: Callable[[str, str], Any],
+    load_cached_relation: Callable[[Any], Any],
+    make_temp_relation: Callable[[Any, str], Any],
+    **more: Any,
+) -> dict[str, Any]:
+    """The names of dbt's context the flow (run_merge) reads, as a Python door gives them: the
+    target `this`, the model ({name, unique_id}: messages and the history row), the
+    invocation's id, whether the call is a full refresh, `api.Relation` (`relation`: a class or
+    a namespace with `create`) and `api.Column.create` (`column`), how to find a relation
+    (`load_cached_relation`) and name a work relation (`make_temp_relation`), and dbt's
+    `local_md5` and `create_table_as` (a plain CREATE [TEMPORARY] TABLE AS: the door overrides it
+    in `more` where its engine needs another). `more`: what else the door's flow reads (its
+    writer, its branches)."""
+    return {
+        "this": this,
+        "model": model,
+        "invocation_id": invocation_id,
+        "invocation_args_dict": {},
+        "local_md5": lambda text: hashlib.md5(str(text).encode()).hexdigest(),
+        "load_cached_relation": load_cached_relation,
+        "make_temp_relation": make_temp_relation,
+        "should_full_refresh": lambda: bool(full_refresh),
+        "api": SimpleNamespace(Column=SimpleNamespace(create=column), Relation=relation),
+        "create_table_as": lambda temporary, relation, sql: (
+            f"create {'temporary ' if temporary else ''}table {relation} as (\n{sql}\n)"
+        ),
+        **more,
+    }
 
 
 class MacroContext:

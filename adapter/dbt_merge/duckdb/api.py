@@ -10,12 +10,10 @@ transaction) comes from dbt_merge.duckdb.connection.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -38,7 +36,7 @@ from dbt_merge.duckdb.names import (
 )
 from dbt_merge.errors import MergeError
 from dbt_merge.options import MergeOptions, merge_config
-from dbt_merge.render import MacroContext, source_wording
+from dbt_merge.render import MacroContext, door_context, source_wording
 from dbt_merge.result import MergeResult
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated
@@ -212,22 +210,18 @@ def _macros(
         engine="duckdb",
         error=MergeError,
         run_statement=runner.statement,
-        context={
-            "this": this,
-            "model": {"name": name, "unique_id": f"merge_table.{name}"},
-            "invocation_id": invocation,
-            "invocation_args_dict": {},
-            "local_md5": lambda text: hashlib.md5(str(text).encode()).hexdigest(),
-            "load_cached_relation": runner.load_relation,
-            "make_temp_relation": lambda base, suffix: runner.work_relation(
+        context=door_context(
+            this=this,
+            model={"name": name, "unique_id": f"merge_table.{name}"},
+            invocation_id=invocation,
+            full_refresh=full_refresh,
+            relation=Relation,
+            column=Column,
+            load_cached_relation=runner.load_relation,
+            make_temp_relation=lambda base, suffix: runner.work_relation(
                 Relation(None, None, base.identifier + suffix, "view")
             ),
-            "should_full_refresh": lambda: bool(full_refresh),
-            "api": SimpleNamespace(Column=SimpleNamespace(create=Column), Relation=Relation),
-            "create_table_as": lambda temporary, relation, sql: (
-                f"create {'temporary ' if temporary else ''}table {relation} as (\n{sql}\n)"
-            ),
-        },
+        ),
         adapter_methods={
             "get_columns_in_relation": runner.get_columns,
             "drop_relation": runner.drop_relation,

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import hashlib
 import os
 import tempfile
 from collections.abc import Sequence
@@ -43,7 +42,7 @@ from dbt_merge.parquet import sql as q
 from dbt_merge.parquet.errors import ParquetMergeError
 from dbt_merge.parquet.session import MergeReport, Pending, Session, check_file_options
 from dbt_merge.parquet.sql import Column
-from dbt_merge.render import MacroContext, source_wording
+from dbt_merge.render import MacroContext, door_context, source_wording
 from dbt_merge.result import DictReadableResult, MergeResult
 
 if TYPE_CHECKING:  # typing.Unpack is Python 3.11+; the annotations are never evaluated
@@ -219,12 +218,12 @@ def merge_with_report(
         con.execute("set enable_progress_bar = false")  # a library prints nothing
     con = getattr(con, "_cursor", con)  # dbt-duckdb wraps its cursor
     session = Session(con, tx_id)
-    context = _dbt_context(session, root, history, bool(config.get("merge_history_table")))
     # the flow of every door (macros/flow/run_merge.sql), written by the Parquet writer
     from dbt_merge.parquet.writer import ParquetWriter
 
     writer = ParquetWriter(session, None, None, None, root, settings, fail, full_refresh, durable)
-    context.update(_flow_context(session, writer, full_refresh))
+    context = _context(session, root, history, bool(config.get("merge_history_table")), writer,
+                       full_refresh)
     macros = MacroContext(
         config,
         session.query,
@@ -310,23 +309,6 @@ def _run_flow(writer, macros: MacroContext, cfg, context, source: Any) -> MergeR
     return report
 
 
-def _flow_context(session: Session, writer: Any, full_refresh: bool) -> dict[str, Any]:
-    """What run_merge reads from dbt's context besides _dbt_context's, and the writer."""
-    return {
-        "invocation_args_dict": {},
-        "local_md5": lambda text: hashlib.md5(str(text).encode()).hexdigest(),
-        "make_temp_relation": lambda base, suffix: _Relation(
-            "", "", "", q.quote(session.prefix + suffix.strip("_"))
-        ),
-        "load_cached_relation": lambda relation: None,
-        "should_full_refresh": lambda: bool(full_refresh),
-        "create_table_as": lambda temporary, relation, sql: (
-            f"create {'temporary ' if temporary else ''}table {relation} as (\n{sql}\n)"
-        ),
-        "dbt_merge_writer": writer,
-    }
-
-
 def _in_transaction(con) -> bool:
     """Whether the caller has a transaction open: two statements then share its id (each runs
     in a transaction of its own otherwise). A failed transaction counts as open."""
@@ -354,30 +336,36 @@ class _Relation:
         return ".".join(q.quote(p) for p in (self.database, self.schema, self.identifier) if p)
 
 
-def _dbt_context(session: Session, root: Path, history: dict[str, Any] | None, wanted: bool):
-    """What the macros read from dbt's context: `this` (the dataset, in the connection's
-    current database and schema, or the dbt model's), the model and the invocation (for the
-    history row), api.Relation and api.Column."""
+def _context(session: Session, root: Path, history: dict[str, Any] | None, wanted: bool,
+             writer: Any, full_refresh: bool) -> dict[str, Any]:
+    """What the macros read from dbt's context (render.door_context): `this` (the dataset, in
+    the connection's current database and schema, or the dbt model's), the model and the
+    invocation (for the history row), no relation found by name (the dataset is `this`), work
+    relations named with the session's prefix, and the writer."""
     info = history or {}
     database, schema = info.get("database") or "", info.get("schema") or ""
     if wanted and not (database and schema):
         database, schema = session.one("select current_database(), current_schema()")
-    return {
-        "this": _Relation(database, schema, str(root), q.quote(str(root))),
-        "model": {
+    return door_context(
+        this=_Relation(database, schema, str(root), q.quote(str(root))),
+        model={
             "name": str(root),
             "unique_id": info.get("model_unique_id") or f"merge_parquet_dataset.{root}",
         },
-        "invocation_id": info.get("invocation_id") or session.prefix.strip("_"),
-        "api": SimpleNamespace(
-            Relation=SimpleNamespace(
-                create=lambda database=None, schema=None, identifier=None, type=None: _Relation(
-                    database or "", schema or "", identifier or ""
-                )
-            ),
-            Column=SimpleNamespace(create=lambda name, dtype: Column(name, dtype)),
+        invocation_id=info.get("invocation_id") or session.prefix.strip("_"),
+        full_refresh=full_refresh,
+        relation=SimpleNamespace(
+            create=lambda database=None, schema=None, identifier=None, type=None: _Relation(
+                database or "", schema or "", identifier or ""
+            )
         ),
-    }
+        column=Column,
+        load_cached_relation=lambda relation: None,
+        make_temp_relation=lambda base, suffix: _Relation(
+            "", "", "", q.quote(session.prefix + suffix.strip("_"))
+        ),
+        dbt_merge_writer=writer,
+    )
 
 
 def _api_wording(message: str) -> str:

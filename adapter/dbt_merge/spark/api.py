@@ -11,7 +11,6 @@ dbt_merge.spark.session.
 from __future__ import annotations
 
 import datetime
-import hashlib
 import re
 import uuid
 from collections.abc import Sequence
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from dbt_merge.errors import MergeError
 from dbt_merge.options import MergeOptions, merge_config
-from dbt_merge.render import MacroContext, source_wording
+from dbt_merge.render import MacroContext, door_context, source_wording
 from dbt_merge.result import MergeResult
 from dbt_merge.spark.session import Column, Relation, SparkRunner, literal, quote
 from dbt_merge.spark.target import resolve_target
@@ -87,31 +86,28 @@ def merge_dataframe(
         engine="spark",
         error=MergeError,
         run_statement=runner.statement,
-        context={
-            "this": this,
-            "model": {"name": resolved.name, "unique_id": f"merge_dataframe.{resolved.name}"},
-            "invocation_id": invocation,
-            "invocation_args_dict": {},
-            "run_started_at": datetime.datetime.now(datetime.timezone.utc),
-            "local_md5": lambda text: hashlib.md5(str(text).encode()).hexdigest(),
-            "load_cached_relation": lambda relation: (
+        context=door_context(
+            this=this,
+            model={"name": resolved.name, "unique_id": f"merge_dataframe.{resolved.name}"},
+            invocation_id=invocation,
+            full_refresh=full_refresh,
+            relation=Relation,
+            column=Column,
+            load_cached_relation=lambda relation: (
                 existing if relation == this else runner.load_relation(relation)
             ),
-            "make_temp_relation": lambda base, suffix: Relation(
+            make_temp_relation=lambda base, suffix: Relation(
                 None, base.identifier + suffix, "view"
             ),
-            "should_full_refresh": lambda: bool(full_refresh),
-            # relation_columns builds dbt Columns through dbt's api namespace, the history
-            # table's name (merge_history_table) a dbt Relation
-            "api": SimpleNamespace(Column=SimpleNamespace(create=Column), Relation=Relation),
-            "create_table_as": lambda temporary, relation, sql: _create_table_as(
+            run_started_at=datetime.datetime.now(datetime.timezone.utc),
+            create_table_as=lambda temporary, relation, sql: _create_table_as(
                 config, relation, sql, df.columns, fail
             ),
             # the run's Iceberg branch made and published in-process (merge_on_branch); its
             # MERGE's commit carries the call's mark (marking_commits), which the flow checks
-            "dbt_merge_branches": SimpleNamespace(run=runner.branch, mark_key=COMMIT_MARK,
-                                                  mark=invocation),
-        },
+            dbt_merge_branches=SimpleNamespace(run=runner.branch, mark_key=COMMIT_MARK,
+                                               mark=invocation),
+        ),
         adapter_methods={
             "get_columns_in_relation": runner.get_columns,
             "drop_relation": runner.drop_relation,
