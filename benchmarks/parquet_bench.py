@@ -26,6 +26,11 @@ the merge only; peak memory is that process's peak resident set size during the 
 
     python -m benchmarks.parquet_bench            # full sizes, 3 repetitions
     python -m benchmarks.parquet_bench --quick    # 1/10 sizes, one repetition
+    python -m benchmarks.parquet_bench --base 68c0998 --reps 5   # paired, before/after
+
+`--base REV` (a git revision, or a folder holding the package) times `ours` alone, this
+checkout's package against the base's on the same data, alternating pair by pair (base first,
+then this checkout first, ...), and reports each pair's ratio and the medians.
 """
 
 from __future__ import annotations
@@ -96,7 +101,10 @@ from pathlib import Path
 method, work, increment = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
 source = str(work / f"inc_{increment}.parquet")
 import duckdb
-from dbt_merge.parquet import merge_with_report as run_merge
+try:
+    from dbt_merge.parquet import merge_with_report as run_merge
+except ImportError:  # a package before 0.2.0 (--base): the same function, its old name
+    from dbt_merge.parquet import run_merge
 _connect = duckdb.connect
 
 
@@ -186,7 +194,8 @@ print("RESULT " + json.dumps(result))
 """
 
 
-def run_one(work: Path, method: str, increment: str, rows_per_file: int) -> dict:
+def run_one(work: Path, method: str, increment: str, rows_per_file: int,
+            package: Path = REPO) -> dict:
     for path in (
         work / "ds",
         work / ".ds.dbt_merge",
@@ -201,7 +210,7 @@ def run_one(work: Path, method: str, increment: str, rows_per_file: int) -> dict
     else:
         # hard links: no method changes a file in place (ours swaps, the rewrite deletes)
         shutil.copytree(work / "pristine", work / "ds", copy_function=os.link)
-    env = {**os.environ, "PYTHONPATH": str(REPO / "adapter")}
+    env = {**os.environ, "PYTHONPATH": str(package / "adapter")}
     out = subprocess.run(
         [sys.executable, "-c", CHILD, method, str(work), increment, str(rows_per_file)],
         env=env,
@@ -266,6 +275,49 @@ def markdown(meta: dict, results: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def paired(work: Path, base: Path, name: str, increments: dict[str, int], reps: int, rows: int,
+           log) -> str:
+    """`ours` of this checkout against `ours` of the package at `base`, alternating: a table
+    of the medians and of each pair's ratio (this checkout / base)."""
+    lines = [
+        f"# Parquet dataset merge, paired: this checkout against {name}",
+        "",
+        f"{rows:,} rows in {FILES} files; {reps} pairs, alternating which runs first; "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load "
+        f"{os.getloadavg()[0]:.2f}.",
+        "",
+        "| increment | base s (median) | this s (median) | this / base (median of pairs) "
+        "| pairs | same rows and counts |",
+        "|---|---|---|---|---|---|",
+    ]
+    for increment, size in increments.items():
+        runs: dict[str, list[dict]] = {"base": [], "this": []}
+        for rep in range(reps):
+            order = ("base", "this") if rep % 2 == 0 else ("this", "base")
+            for which in order:
+                package = base if which == "base" else REPO
+                runs[which].append(run_one(work, "ours", increment, rows // FILES, package))
+                log(f"{increment} {which}: {runs[which][-1]['seconds']:.2f} s")
+        pairs = zip(runs["base"], runs["this"], strict=True)
+        ratios = [t["seconds"] / b["seconds"] for b, t in pairs]
+        same = {
+            (tuple(r["fingerprint"]), json.dumps(
+                {k: v for k, v in (r["stats"] or {}).items() if k in COUNTS}, sort_keys=True))
+            for r in runs["base"] + runs["this"]
+        }
+        lines.append(
+            f"| {size:,} rows | {statistics.median(r['seconds'] for r in runs['base']):.3f} "
+            f"| {statistics.median(r['seconds'] for r in runs['this']):.3f} "
+            f"| {statistics.median(ratios):.2f}x "
+            f"| {', '.join(f'{x:.2f}' for x in ratios)} | {'yes' if len(same) == 1 else 'NO'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+#: the counts both versions report (the base's dict and this checkout's MergeResult alike)
+COUNTS = ("inserted", "updated", "deleted", "unchanged", "total")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -280,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         "or printed only with --quick)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the data folder")
+    parser.add_argument("--base", help="time `ours` paired against this git revision or folder")
     args, _ = parser.parse_known_args(argv)
     import duckdb
 
@@ -302,6 +355,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         log(f"preparing {rows:,} rows in {work}")
         prepare(work, rows, increments)
+        if args.base:
+            from .compare import export
+
+            base = export(args.base, work / "base")
+            text = paired(work, base, args.base, increments, reps, rows, log)
+            print(text)
+            if args.out:
+                args.out.mkdir(parents=True, exist_ok=True)
+                (args.out / "parquet_paired.md").write_text(text)
+            return 0
         for increment in increments:
             for method in METHODS:
                 runs = []
