@@ -109,7 +109,12 @@
       partitions it by key anyway: the count's (the passes) or the write-once MERGE's; a smaller
       one by the check's count(distinct), cheaper than a window over a broadcast join -#}
   {% set keys_later = not rebuild and not skipped and dbt_merge.count_tests_keys(plan, staged['bytes']) %}
-  {% if not check_after_build and dbt_merge.check_source_rows(plan, keys_later) > 0 %}
+  {% set checked = dbt_merge.check_source_rows(plan, keys_later) if not check_after_build else none %}
+  {% if checked is not none %}
+    {#- what the check measured (the SELECT's rows, its keys' range, ...), for the phases after -#}
+    {% do plan.update(checked.adds) %}
+  {% endif %}
+  {% if checked is not none and checked.repeats > 0 %}
     {#-- some keys' first rows are identical repeats: keep one of each --#}
     {% do dbt_merge.drop_work_relation(plan.deduped) %}
     {% do dbt_merge.create_work_relation(plan.deduped, dbt_merge.dedupe_source_sql(plan, one_per_key=true), pin='stage') %}
@@ -201,6 +206,8 @@
       {% do dbt_merge.check_write_session(plan) %}
       {#- a target written by the front end's writer: the rows the SELECT may match (scope_target) -#}
       {% do plan.update(dbt_merge.scope_target(plan)) %}
+      {#- whether the classify lists every source row (DuckDB, narrow changes): its form, its count -#}
+      {% do plan.update({'every_source_row': dbt_merge.every_source_row(plan)}) %}
       {% set keep_changes = dbt_merge.materialize_changes(plan) %}
       {% if not keep_changes and dbt_merge.inline_changes(plan) %}
         {#- read as a subquery by the count and the write: no view to make and drop -#}

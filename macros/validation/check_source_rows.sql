@@ -1,30 +1,37 @@
 {#- Run source_check_sql and raise the first problem found. Nothing has been written yet.
-    Returns the number of keys whose deduplicate candidates are identical repeats (0 otherwise).
-    keys_later: the count that follows tests the keys' uniqueness on its own join
-    (count_tests_keys), so this check leaves out its count(distinct); the count raises
+    Returns {repeats, adds}: repeats, the number of keys whose deduplicate candidates are
+    identical repeats (0 otherwise); adds, what the check learnt for the plan, which the flow
+    keeps there (measure_source's measurements, source_rows, target_bounds,
+    keys_tested_by_count). keys_later: the count that follows tests the keys' uniqueness on its
+    own join (count_tests_keys), so this check leaves out its count(distinct); the count raises
     raise_repeated_keys' error, still before anything is written. -#}
 {% macro check_source_rows(plan, keys_later=false) %}
   {% do dbt_merge._check_conversions(plan) %}
-  {% do dbt_merge.measure_source(plan) %}
+  {% set adds = dbt_merge.measure_source(plan) %}
   {% set keys_later = keys_later and not plan.actions.dedupe %}
-  {% do plan.update({'keys_tested_by_count': keys_later}) %}
+  {% do adds.update({'keys_tested_by_count': keys_later}) %}
+  {#- the plan as the check reads it: with what it measured -#}
+  {% set checked = {} %}
+  {% do checked.update(plan) %}
+  {% do checked.update(adds) %}
   {#- a SELECT measured empty (in this transaction) has no NULL and no repeated key -#}
-  {% if plan.measured_rows == 0 and not plan.actions.dedupe %}
-    {% do plan.update({'source_rows': 0, 'target_bounds': {}}) %}
-    {{ return(0) }}
+  {% if checked.measured_rows == 0 and not plan.actions.dedupe %}
+    {% do adds.update({'source_rows': 0, 'target_bounds': {}}) %}
+    {{ return({'repeats': 0, 'adds': adds}) }}
   {% endif %}
-  {% set row = dbt_merge.run_sql(dbt_merge.source_check_sql(plan, light=keys_later), 'dbt_merge_check').rows[0] %}
+  {% set row = dbt_merge.run_sql(dbt_merge.source_check_sql(checked, light=keys_later), 'dbt_merge_check').rows[0] %}
   {#- the rows of the staged SELECT (cached: the counts read the same rows), for the counts -#}
-  {% do plan.update({'source_rows': none if plan.actions.dedupe else row[plan.key_columns | length + 1] | int}) %}
+  {% do adds.update({'source_rows': none if plan.actions.dedupe else row[plan.key_columns | length + 1] | int}) %}
   {#- the SELECT's range of each bounded key (spark__measure_source), for target_key_bounds -#}
   {% set bounds = {} %}
-  {% for key in plan.get('bounded_keys') or [] %}
+  {% for key in checked.get('bounded_keys') or [] %}
     {% set at = plan.key_columns | length + 2 * loop.index %}
     {% if row[at] is not none and row[at + 1] is not none %}
       {% do bounds.update({key: [row[at] | int, row[at + 1] | int]}) %}
     {% endif %}
   {% endfor %}
-  {% do plan.update({'target_bounds': bounds}) %}
+  {% do adds.update({'target_bounds': bounds}) %}
+  {% do checked.update(adds) %}
   {% for key in plan.key_columns %}
     {% set nulls = row[loop.index0] | int %}
     {% if nulls > 0 %}
@@ -34,12 +41,12 @@
     {% endif %}
   {% endfor %}
   {% if not plan.actions.dedupe and row[plan.key_columns | length] | int > 0 %}
-    {% do dbt_merge.raise_repeated_keys(plan) %}
+    {% do dbt_merge.raise_repeated_keys(checked) %}
   {% endif %}
   {% if plan.actions.dedupe %}
-    {% do dbt_merge._raise_bad_keys(plan, row) %}
+    {% do dbt_merge._raise_bad_keys(checked, row) %}
   {% endif %}
-  {{ return(row[plan.key_columns | length + 2] | int if plan.actions.dedupe else 0) }}
+  {{ return({'repeats': row[plan.key_columns | length + 2] | int if plan.actions.dedupe else 0, 'adds': adds}) }}
 {% endmacro %}
 
 {#- Raise the error of a SELECT whose unique_key repeats (without deduplicate), with how many keys

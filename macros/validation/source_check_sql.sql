@@ -94,22 +94,24 @@
   {{ return('(' ~ parts | join(' and ') ~ ')') }}
 {% endmacro %}
 
-{#- Measurements of the staged SELECT that later statements can use, set on the plan before the
-    source check: key_bounds, [min, max] of a single integer key when a bitmap over that range
+{#- Measurements of the staged SELECT that later statements can use, returned for the plan (the
+    source check reads them, the flow keeps them): key_bounds, [min, max] of a single integer key when a bitmap over that range
     counts its distinct values faster than count(distinct) (see distinct_keys_sql), sizes,
     [rows of the SELECT, rows of the target] for the classify's choice of form and an empty
     increment's total, and measured_rows, the rows of the SELECT (DuckDB: an empty SELECT needs
-    no source check). Each is none when not measured. -#}
+    no source check); on Spark bounded_keys. Each is none when not measured. -#}
 {% macro measure_source(plan) %}
-  {% do plan.update({'key_bounds': none, 'sizes': none, 'measured_rows': none}) %}
-  {% do adapter.dispatch('measure_source', 'dbt_merge')(plan) %}
+  {% set measured = {'key_bounds': none, 'sizes': none, 'measured_rows': none} %}
+  {% do measured.update(adapter.dispatch('measure_source', 'dbt_merge')(plan)) %}
+  {{ return(measured) }}
 {% endmacro %}
 
 {% macro default__measure_source(plan) %}
+  {{ return({}) }}
 {% endmacro %}
 
 {#- Spark: the key columns whose range in the SELECT bounds the target rows a MERGE can match
-    (plan.bounded_keys; their [min, max] read by the source check itself, no statement of its own,
+    (bounded_keys; their [min, max] read by the source check itself, no statement of its own,
     into plan.target_bounds; see target_key_bounds): integer keys, as the SELECT is staged and as
     the target stores them, of a merge that deletes no target row it does not match (no WHEN NOT
     MATCHED BY SOURCE clause, which Spark cannot narrow). -#}
@@ -131,7 +133,7 @@
       {% endif %}
     {% endfor %}
   {% endif %}
-  {% do plan.update({'bounded_keys': bounded}) %}
+  {{ return({'bounded_keys': bounded}) }}
 {% endmacro %}
 
 {#- DuckDB, one integer key: one scan of the key column, which also answers the sizes query of
@@ -142,7 +144,7 @@
     2^27 values (16 MB), and of at most 64 per row when it is over 2^24 (2 MB). -#}
 {% macro duckdb__measure_source(plan) %}
   {% if plan.key_columns | length != 1 %}
-    {{ return(none) }}
+    {{ return({}) }}
   {% endif %}
   {% set key = plan.key_columns[0] | lower %}
   {#- the type of the staged key: the target's when the source's is converted to it -#}
@@ -155,7 +157,7 @@
   {% endfor %}
   {% if not types or types[0] | lower | trim not in ['tinyint', 'smallint', 'integer', 'bigint', 'utinyint',
       'usmallint', 'uinteger', 'int1', 'int2', 'int4', 'int8', 'int', 'short', 'long'] %}
-    {{ return(none) }}
+    {{ return({}) }}
   {% endif %}
   {#- the target exists (and is counted) unless the table is being built (a Parquet dataset's
       target is the door's view over its files: counted the same way) -#}
@@ -164,12 +166,13 @@
   {% set row = dbt_merge.run_sql('select min(' ~ q ~ '), max(' ~ q ~ '), count(' ~ q ~ '), count(*)'
       ~ (', (select count(*) from ' ~ plan.target ~ ')' if count_target else '') ~ ' from ' ~ plan.stage,
       'dbt_merge_check').rows[0] %}
-  {% do plan.update({'measured_rows': row[3] | int}) %}
+  {% set measured = {'measured_rows': row[3] | int} %}
   {% if count_target %}
-    {% do plan.update({'sizes': [row[3] | int, row[4] | int]}) %}
+    {% do measured.update({'sizes': [row[3] | int, row[4] | int]}) %}
   {% endif %}
   {% set keys = row[2] | int %}
   {% if keys > 1 and (row[1] | int) - (row[0] | int) + 1 <= [2 ** 27, [2 ** 24, 64 * keys] | max] | min %}
-    {% do plan.update({'key_bounds': [row[0] | int, row[1] | int]}) %}
+    {% do measured.update({'key_bounds': [row[0] | int, row[1] | int]}) %}
   {% endif %}
+  {{ return(measured) }}
 {% endmacro %}

@@ -19,8 +19,14 @@
   {% if c.I + c.U + c.R + c.D == 0 and (writer is none or not dbt_merge.schema_changes_any(plan.schema)) %}
     {{ return(none) }}
   {% endif %}
-  {#- the schema change is made: read the columns it added (history_deleted) -#}
-  {% do plan.history.update({'writing': true}) %}
+  {#- the schema change is made: the write reads the columns it added (history_deleted) -#}
+  {% set history = {} %}
+  {% do history.update(plan.history) %}
+  {% do history.update({'writing': true}) %}
+  {% set writing = {} %}
+  {% do writing.update(plan) %}
+  {% do writing.update({'history': history}) %}
+  {% set plan = writing %}
   {% if writer is not none %}
     {#- a target the front end writes (a Parquet dataset): the files holding a version that
         closes rewritten, the new versions and records written to new files, in one publish; a

@@ -246,8 +246,11 @@
     {% endif %}
     {% do dbt_merge.iceberg_branch(plan.target, 'drop', branch) %}
     {% if moved %}
-      {% do plan.update({'snapshot': pinned}) %}
-      {{ dbt_merge.raise_merge_error(dbt_merge.concurrent_commit_message(plan, prefixed=false)) }}
+      {#- the message names the snapshot the run counted -#}
+      {% set counted = {} %}
+      {% do counted.update(plan) %}
+      {% do counted.update({'snapshot': pinned}) %}
+      {{ dbt_merge.raise_merge_error(dbt_merge.concurrent_commit_message(counted, prefixed=false)) }}
     {% endif %}
     {% set published, verified = head.snapshot, head %}
   {% endif %}

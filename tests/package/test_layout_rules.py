@@ -7,6 +7,10 @@
   `adapter.dispatch`, and a private macro's adapter versions (`spark___x`) live in its file: a
   helper other files use is public (no underscore), so that what a file offers the others is
   what its names say, and a private macro can change with its file alone.
+- Only the flow (macros/flow/run_merge.sql) and the plan's builder (build_merge_plan) change the
+  plan: every other phase returns what it adds (the source check its measurements, the classify's
+  choices), and the flow keeps it; a phase that needs the plan with a change of its own works on
+  a copy. So what a phase reads is what the flow handed it.
 """
 
 from __future__ import annotations
@@ -64,4 +68,21 @@ def test_no_macro_file_calls_another_files_private_macro():
                 found.append(f"{path.relative_to(ROOT)}:{line} calls {name} of "
                              f"{next(iter(files)).relative_to(ROOT)}: make it public (no "
                              "underscore) or keep the call in its file")
+    assert not found, "\n".join(found)
+
+
+#: a change made in place to the plan or to a dict inside it
+PLAN_CHANGE = re.compile(
+    r"\bplan(?:\.\w+)*\.(?:update|append|extend|pop|setdefault|clear|insert)\(")
+PLAN_WRITERS = ("macros/flow/run_merge.sql", "macros/plan/build_merge_plan.sql")
+
+
+def test_only_the_flow_and_the_builder_change_the_plan():
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in sorted((ROOT / "macros").rglob("*.sql"))
+        if str(path.relative_to(ROOT)) not in PLAN_WRITERS
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if PLAN_CHANGE.search(line)
+    ]
     assert not found, "\n".join(found)
