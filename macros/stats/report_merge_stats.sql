@@ -4,7 +4,8 @@
   merge (strategy='history') adds its versions (the table's rows; total is its current versions)
   and always says how many rows it held back. A run that
   did not write ({'skipped': reason}) says so instead of counts. `dbt-merge report` reads the
-  statistics back from these messages (adapter/dbt_merge/report.py): change both together.
+  statistics back from these messages (adapter/dbt_merge/report.py): change both together
+  (tests/package/test_report.py renders this macro for any statistics and reads them back).
 -#}
 {% macro report_merge_stats(plan_strategy, stats) %}
   {% if stats.skipped %}

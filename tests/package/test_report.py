@@ -475,3 +475,64 @@ def test_a_history_merge_reports_its_versions():
     text = format_markdown(RunReport("run", rows, []))
     assert "| held back | versions | skipped |" in text and "| 1 | 9 |" in text
     assert "versions" not in format_markdown(RunReport("run", rows[1:], []))
+
+
+# --- the macro's line and the report's reading of it: one contract ----------------------------
+
+
+def _console_line(strategy: str, stats: dict) -> tuple[str, str, int]:
+    """(message, code, rows_affected) that macros/stats/report_merge_stats.sql hands dbt for
+    these statistics, rendered by the package's own macro (the Python doors' stand-in context)."""
+    from dbt_merge.render import MacroContext
+
+    stored: dict = {}
+
+    def fail(message: str) -> None:
+        raise AssertionError(message)
+
+    macros = MacroContext({}, lambda sql: ([], []), fail, context={
+        "store_raw_result": lambda name, message, code, rows_affected: stored.update(
+            name=name, message=message, code=code, rows_affected=rows_affected),
+        "log": lambda *args, **kwargs: "",
+    })
+    macros.report_merge_stats(strategy, stats)
+    assert stored["name"] == "main"
+    return stored["message"], stored["code"], stored["rows_affected"]
+
+
+COUNT = st.integers(min_value=0, max_value=10**12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(strategy=st.sampled_from(["upsert", "insert", "update", "full_merge", "deduplicate",
+                                 "history"]),
+       counts=st.fixed_dictionaries({k: COUNT for k in
+                                     ("inserted", "updated", "deleted", "unchanged", "total")}),
+       held_back=st.none() | COUNT, versions=st.none() | COUNT, dry_run=st.booleans(),
+       skipped=st.none() | st.sampled_from(["--empty", "--sample"]))
+def test_the_report_reads_back_every_line_the_macro_writes(strategy, counts, held_back, versions,
+                                                          dry_run, skipped):
+    """The statistics reach `dbt-merge report` as the console line dbt stores (a model's adapter
+    response carries only a message, a code and a row count): whatever the macro writes for a
+    merge's statistics, the report reads back the same numbers, so a change to either that
+    the other does not follow fails here."""
+    stats = {"skipped": skipped} if skipped else dict(counts)
+    if not skipped:
+        if held_back is not None:
+            stats["held_back"] = held_back
+        if versions is not None:
+            stats["versions"] = versions
+        if dry_run:
+            stats["dry_run"] = True
+    message, code, rows_affected = _console_line(strategy, stats)
+    parsed = parse_stats_message(message)
+    if skipped:
+        assert parsed == {"strategy": strategy, "skipped": skipped}, message
+        assert (code, rows_affected) == ("MERGE", 0)
+        return
+    assert parsed == {"strategy": strategy, "counts": counts, "held_back": held_back,
+                      "dry_run": dry_run,
+                      **({"versions": versions} if versions is not None else {})}, message
+    assert code == ("DRY RUN" if dry_run else "MERGE")
+    assert rows_affected == (0 if dry_run else
+                             counts["inserted"] + counts["updated"] + counts["deleted"])
