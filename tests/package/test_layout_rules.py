@@ -10,7 +10,13 @@
 - Only the flow (macros/flow/run_merge.sql) and the plan's builder (build_merge_plan) change the
   plan: every other phase returns what it adds (the source check its measurements, the classify's
   choices), and the flow keeps it; a phase that needs the plan with a change of its own works on
-  a copy. So what a phase reads is what the flow handed it.
+  a copy. So what a phase reads is what the flow handed it. Checked in the text (a lint) and
+  while merges run on DuckDB and a Parquet dataset (every macro watched: an alias, a plan under
+  another name, a copy sharing the plan's dicts, the Parquet writer's Python).
+
+Red team helper-91 found the first two text checks blind to a private macro taken as a value,
+its adapter version called by name, and a dispatch of a name built from pieces; and the plan's
+lint blind to aliases: the text check now looks for any use, and the run-time watch is added.
 """
 
 from __future__ import annotations
@@ -49,6 +55,10 @@ def _macro_files() -> dict[str, set[Path]]:
     return where
 
 
+#: Jinja comments, where a macro's name is only mentioned
+COMMENT = re.compile(r"\{#.*?#\}", re.S)
+
+
 def test_no_macro_file_calls_another_files_private_macro():
     where = _macro_files()
     private = {name: files for name, files in where.items() if name.startswith("_")}
@@ -56,18 +66,23 @@ def test_no_macro_file_calls_another_files_private_macro():
              + ", ".join(sorted(str(f.relative_to(ROOT)) for f in files))
              for name, files in sorted(private.items()) if len(files) > 1]
     for path in sorted((ROOT / "macros").rglob("*.sql")):
-        text = path.read_text()
+        text = COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), path.read_text())
+        # a dispatched name is written out: one built from pieces would hide the macro it calls
+        for match in re.finditer(r"dispatch\(\s*(?!['\"]\w+['\"]\s*[,)])", text):
+            line = text.count("\n", 0, match.start()) + 1
+            found.append(f"{path.relative_to(ROOT)}:{line} dispatches a name that is not a literal")
         for name, files in sorted(private.items()):
             if path in files:
                 continue
+            # called, taken as a value or dispatched, the macro or one of its adapter versions
             quoted = re.escape(name)
-            call = re.compile(rf"(?<![\w.])(?:dbt_merge\.)?{quoted}\s*\("
-                              rf"|dispatch\(\s*['\"]{quoted}['\"]")
-            for match in call.finditer(text):
+            use = re.compile(rf"(?<![\w.])(?:dbt_merge\.)?"
+                             rf"(?:(?:default|spark|duckdb|clickhouse)__)?{quoted}(?!\w)")
+            for match in use.finditer(text):
                 line = text.count("\n", 0, match.start()) + 1
-                found.append(f"{path.relative_to(ROOT)}:{line} calls {name} of "
+                found.append(f"{path.relative_to(ROOT)}:{line} uses {name} of "
                              f"{next(iter(files)).relative_to(ROOT)}: make it public (no "
-                             "underscore) or keep the call in its file")
+                             "underscore) or keep the use in its file")
     assert not found, "\n".join(found)
 
 
@@ -86,3 +101,76 @@ def test_only_the_flow_and_the_builder_change_the_plan():
         if PLAN_CHANGE.search(line)
     ]
     assert not found, "\n".join(found)
+
+
+def _fingerprint(value) -> str:
+    """The plan as text, every nested dict and list included (a copy's shared parts too)."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{k!r}:{_fingerprint(v)}"
+                              for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_fingerprint(v) for v in value) + "]"
+    return repr(value)
+
+
+def test_no_phase_changes_the_plan_while_it_runs(monkeypatch, tmp_path):
+    """What the static rule above cannot see (an alias, a plan under another name, a copy whose
+    nested dicts are the plan's, the Parquet writer's Python): merges on DuckDB and a Parquet
+    dataset with every macro the flow reaches watched; the plan is the same after each macro
+    but the flow and its builder as before it."""
+    import duckdb
+    from dbt_merge import render
+    from dbt_merge.duckdb.api import merge_table
+    from dbt_merge.parquet import merge_parquet_dataset
+
+    changed: list[str] = []
+    get = render.MacroContext.get
+
+    def watched(self, name):
+        macro = get(self, name)
+
+        def call(*args, **kwargs):
+            plans = [a for a in (*args, *kwargs.values())
+                     if isinstance(a, dict) and "key_columns" in a and "actions" in a]
+            before = [_fingerprint(p) for p in plans]
+            try:
+                return macro(*args, **kwargs)
+            finally:
+                if name not in ("run_merge", "build_merge_plan"):
+                    changed.extend(name for p, b in zip(plans, before, strict=True)
+                                   if _fingerprint(p) != b)
+        return call
+
+    monkeypatch.setattr(render.MacroContext, "get", watched)
+    con = duckdb.connect()
+    con.execute("create table t as select range as id, 'a' || range as v, false as gone "
+                "from range(10)")
+    dataset = tmp_path / "ds"
+    runs = [
+        # the SELECT most of the table (every row listed), one integer key (its range measured)
+        ("select range as id, 'b' || range as v, false as gone from range(2, 12)", "upsert", {}),
+        ("select range as id, 'b' || range as v from range(0)", "upsert", {}),
+        ("select * from (values (1, 'x', 1), (1, 'x', 1), (3, 'y', 2)) s(id, v, o)",
+         "deduplicate", {"dedup_order_by": "o"}),
+        ("select range as id, 'c' || range as v from range(5)", "full_merge",
+         {"soft_delete_column": "gone", "max_delete_fraction": 1}),
+    ]
+    for select, strategy, options in runs:
+        merge_table(con, con.sql(select), "t", "id", strategy, **options)
+        merge_parquet_dataset(con.sql(select).project("id, v"), dataset, "id",
+                              "deduplicate" if strategy == "deduplicate" else "upsert",
+                              connection=con, durable=False,
+                              **({"dedup_order_by": "v"} if strategy == "deduplicate" else {}))
+    # history: a key closed, then back with a column the table did not have (history.writing)
+    history = {"updated_at": "at", "hard_deletes": "invalidate"}
+    for select, options in [
+        ("select range as id, 'a' as v, timestamp '2024-01-01' as at from range(3)", history),
+        ("select range as id, 'b' as v, timestamp '2024-01-02' as at from range(2)", history),
+        ("select range as id, 'c' as v, timestamp '2024-01-03' as at, 1 as extra from range(3)",
+         {"updated_at": "at", "hard_deletes": "new_record",
+          "on_schema_change": "append_new_columns"}),
+    ]:
+        merge_table(con, con.sql(select), "h", "id", "history", **options)
+        merge_parquet_dataset(con.sql(select), tmp_path / "hist", "id", "history",
+                              connection=con, durable=False, **options)
+    assert not changed, sorted(set(changed))
