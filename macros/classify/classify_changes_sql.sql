@@ -210,10 +210,7 @@
     {#- every_source_row: decided by the flow before the classify -#}
     {{ return(dbt_merge.classify_matched_keys_sql(plan, every_source_row=plan.every_source_row)) }}
   {% elif plan.actions.target_only == 'delete' %}
-    {% set source_side = {} %}
-    {% do source_side.update(plan) %}
-    {% do source_side.update({'join_type': 'left outer'}) %}
-    {{ return(dbt_merge.default__classify_changes_sql(source_side)) }}
+    {{ return(dbt_merge.default__classify_changes_sql(dbt_merge.copy_with(plan, {'join_type': 'left outer'}))) }}
   {% endif %}
   {{ return(dbt_merge.default__classify_changes_sql(plan)) }}
 {% endmacro %}

@@ -144,10 +144,7 @@
   {% elif rebuild %}
     {% do dbt_merge.rebuild_target(plan, existing) %}
     {% if check_after_build %}
-      {% set loaded = {} %}
-      {% do loaded.update(plan) %}
-      {% do loaded.update({'stage': plan.target, 'raw_stage': plan.target}) %}
-      {% do dbt_merge.check_source_rows(loaded) %}
+      {% do dbt_merge.check_source_rows(dbt_merge.copy_with(plan, {'stage': plan.target, 'raw_stage': plan.target})) %}
     {% endif %}
     {#- the rows this build loaded: inside the model's transaction the table's (DuckDB); on
         Spark, which commits the CREATE at once, those it read (pinned), not the table's, which

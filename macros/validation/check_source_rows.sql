@@ -11,9 +11,7 @@
   {% set keys_later = keys_later and not plan.actions.dedupe %}
   {% do adds.update({'keys_tested_by_count': keys_later}) %}
   {#- the plan as the check reads it: with what it measured -#}
-  {% set checked = {} %}
-  {% do checked.update(plan) %}
-  {% do checked.update(adds) %}
+  {% set checked = dbt_merge.copy_with(plan, adds) %}
   {#- a SELECT measured empty (in this transaction) has no NULL and no repeated key -#}
   {% if checked.measured_rows == 0 and not plan.actions.dedupe %}
     {% do adds.update({'source_rows': 0, 'target_bounds': {}}) %}
@@ -31,7 +29,7 @@
     {% endif %}
   {% endfor %}
   {% do adds.update({'target_bounds': bounds}) %}
-  {% do checked.update(adds) %}
+  {% set checked = dbt_merge.copy_with(plan, adds) %}
   {% for key in plan.key_columns %}
     {% set nulls = row[loop.index0] | int %}
     {% if nulls > 0 %}

@@ -20,13 +20,7 @@
     {{ return(none) }}
   {% endif %}
   {#- the schema change is made: the write reads the columns it added (history_deleted) -#}
-  {% set history = {} %}
-  {% do history.update(plan.history) %}
-  {% do history.update({'writing': true}) %}
-  {% set writing = {} %}
-  {% do writing.update(plan) %}
-  {% do writing.update({'history': history}) %}
-  {% set plan = writing %}
+  {% set plan = dbt_merge.copy_with(plan, {'history': dbt_merge.copy_with(plan.history, {'writing': true})}) %}
   {% if writer is not none %}
     {#- a target the front end writes (a Parquet dataset): the files holding a version that
         closes rewritten, the new versions and records written to new files, in one publish; a

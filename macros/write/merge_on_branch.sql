@@ -170,10 +170,8 @@
     {{ return(none) }}
   {% endif %}
   {% set rows = record.rows if claimed else read.rows %}
-  {% set on_branch = {} %}
-  {% do on_branch.update(plan) %}
-  {% do on_branch.update({'target': plan.target ~ '.branch_' ~ branch, 'snapshot': none, 'no_commit_yet': false}) %}
-  {% do dbt_merge.run_statement(dbt_merge._merge_on_branch_sql(on_branch, rows), 'dbt_merge_merge') %}
+  {% do dbt_merge.run_statement(dbt_merge._merge_on_branch_sql(dbt_merge.on_branch_plan(plan, branch), rows),
+                                'dbt_merge_merge') %}
 
   {#- what the MERGE wrote, from the table reloaded (never a cached table another thread may have
       loaded before the commit): the run's own branch must hold one new commit on the snapshot
@@ -247,10 +245,8 @@
     {% do dbt_merge.iceberg_branch(plan.target, 'drop', branch) %}
     {% if moved %}
       {#- the message names the snapshot the run counted -#}
-      {% set counted = {} %}
-      {% do counted.update(plan) %}
-      {% do counted.update({'snapshot': pinned}) %}
-      {{ dbt_merge.raise_merge_error(dbt_merge.concurrent_commit_message(counted, prefixed=false)) }}
+      {{ dbt_merge.raise_merge_error(dbt_merge.concurrent_commit_message(dbt_merge.copy_with(plan, {'snapshot': pinned}),
+                                                                         prefixed=false)) }}
     {% endif %}
     {% set published, verified = head.snapshot, head %}
   {% endif %}

@@ -193,10 +193,8 @@
 {#- `plan` writing into its run's branch `branch` instead of the table: no snapshot guard (the
     branch is the run's own; the fast-forward checks `main`). -#}
 {% macro on_branch_plan(plan, branch) %}
-  {% set on_branch = {} %}
-  {% do on_branch.update(plan) %}
-  {% do on_branch.update({'target': plan.target ~ '.branch_' ~ branch, 'snapshot': none, 'no_commit_yet': false}) %}
-  {{ return(on_branch) }}
+  {{ return(dbt_merge.copy_with(plan, {'target': plan.target ~ '.branch_' ~ branch, 'snapshot': none,
+                                      'no_commit_yet': false})) }}
 {% endmacro %}
 
 {#- Run `sql`, a statement writing into the run's branch `branch` of plan.target (written for
