@@ -201,7 +201,7 @@
       and updated rows into 10M: +8% with every source row listed). Both counts come from
       metadata (or come from measure_source). -#}
   {% set sizes = plan.sizes or dbt_merge.run_sql('select (select count(*) from ' ~ (plan.deduped or plan.stage)
-      ~ '), (select count(*) from ' ~ plan.target ~ ')', 'dbt_merge_count').rows[0] %}
+      ~ '), ' ~ dbt_merge.target_rows_sql(plan), 'dbt_merge_count').rows[0] %}
   {{ return((sizes[0] | int) * 2 >= (sizes[1] | int)) }}
 {% endmacro %}
 

@@ -23,7 +23,7 @@
   {% set row = dbt_merge.run_sql(
       "select " ~ dbt_merge.action_sums(plan, ['I', 'U', 'N', 'H', 'C', 'K']) ~ ",
          " ~ dbt_merge.distinct_keys_sql(plan, action ~ " in ('U', 'N', 'H', 'C', 'K')") ~ " as matched_keys,
-         (select count(*) from " ~ plan.target ~ ") as target_rows"
+         " ~ dbt_merge.target_rows_sql(plan) ~ " as target_rows"
       ~ dbt_merge._considered_columns(plan)
       ~ " from " ~ plan.changes, 'dbt_merge_count').rows[0] %}
   {{ return(dbt_merge._counts(plan, {'inserted': row[0] | int, 'updated': row[1] | int,
@@ -43,7 +43,7 @@
          " ~ dbt_merge.distinct_keys_sql(plan) ~ " as matched_keys,
          (select count(*) from " ~ (plan.deduped or plan.stage) ~ " as DBT_INTERNAL_SOURCE"
             ~ (" where not " ~ dbt_merge.delete_flag(plan) if plan.delete_condition else "") ~ ") as source_rows,
-         (select count(*) from " ~ plan.target ~ ") as target_rows"
+         " ~ dbt_merge.target_rows_sql(plan) ~ " as target_rows"
       ~ dbt_merge._considered_columns(plan)
       ~ " from " ~ plan.changes, 'dbt_merge_count').rows[0] %}
   {{ return(dbt_merge.matched_key_counts(plan, row)) }}
@@ -75,7 +75,7 @@
   {% set row = dbt_merge.run_sql(
       "select " ~ dbt_merge.action_sums(plan, ['U', 'N', 'H', 'C', 'I', 'X', 'K']) ~ ",
          (select count(*) from " ~ (plan.deduped or plan.stage) ~ ") as source_rows,
-         (select count(*) from " ~ plan.target ~ ") as target_rows"
+         " ~ dbt_merge.target_rows_sql(plan) ~ " as target_rows"
       ~ dbt_merge._considered_columns(plan)
       ~ " from " ~ plan.changes, 'dbt_merge_count').rows[0] %}
   {% set unmatched_source = (row[4] | int) + (row[5] | int) %}

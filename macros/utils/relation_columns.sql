@@ -52,8 +52,14 @@
 
 {#- The table a merge writes, as the run reads it once it reloaded it (reload_table):
     {columns: relation_columns' list, properties: {name: value} of an Iceberg table's properties
-    (its current snapshot's id among them), or none where they are not read with the columns}. -#}
+    (its current snapshot's id among them), or none where they are not read with the columns}.
+    A writer's target (target_writer) is described by its writer. -#}
 {% macro described_target(relation) %}
+  {#- a writer's target (a Parquet dataset): the columns its writer read from the files -#}
+  {% set writer = dbt_merge.target_writer() %}
+  {% if writer is not none %}
+    {{ return(writer.described_target()) }}
+  {% endif %}
   {{ return(adapter.dispatch('described_target', 'dbt_merge')(relation)) }}
 {% endmacro %}
 

@@ -1,6 +1,11 @@
 {#- The target's definition as the catalog holds it, read once per run for target_write_limits:
     {sql (its CREATE statement), has_primary_key}, or none. -#}
 {% macro target_definition(relation) %}
+  {#- a writer's target (a Parquet dataset) is no catalog table: a table of the same name is
+      another one -#}
+  {% if dbt_merge.target_writer() is not none %}
+    {{ return(none) }}
+  {% endif %}
   {{ return(adapter.dispatch('target_definition', 'dbt_merge')(relation)) }}
 {% endmacro %}
 

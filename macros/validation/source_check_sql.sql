@@ -164,7 +164,7 @@
   {% set count_target = plan.schema is not none and not plan.deduped and plan.target is not string %}
   {% set q = dbt_merge.quote_identifier(plan.key_columns[0]) %}
   {% set row = dbt_merge.run_sql('select min(' ~ q ~ '), max(' ~ q ~ '), count(' ~ q ~ '), count(*)'
-      ~ (', (select count(*) from ' ~ plan.target ~ ')' if count_target else '') ~ ' from ' ~ plan.stage,
+      ~ (', ' ~ dbt_merge.target_rows_sql(plan) if count_target else '') ~ ' from ' ~ plan.stage,
       'dbt_merge_check').rows[0] %}
   {% set measured = {'measured_rows': row[3] | int} %}
   {% if count_target %}

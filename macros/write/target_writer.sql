@@ -4,7 +4,9 @@
   (as merge_dataframe gives dbt_merge_branches); in a dbt run there is none, and every macro
   here does nothing. The flow talks to a writer at four points, each a phase's own macro:
   scope_target (before the classify), apply_changes, rebuild_target and apply_schema_changes
-  (the writer writes the planned columns; no ALTER). See design/parquet-writer.md.
+  (the writer writes the planned columns; no ALTER). It also answers what the flow would ask the
+  catalog of a table (target_rows_sql, described_target, target_definition): the target is the
+  writer's, not the catalog's. See design/parquet-writer.md.
 -#}
 {% macro target_writer() %}
   {{ return(dbt_merge_writer if dbt_merge_writer is defined else none) }}
@@ -28,4 +30,16 @@
     'live': dbt_merge.live(plan) if plan.soft_delete else none,
     'delete_flag': dbt_merge.delete_flag(plan) if plan.delete_condition else none,
   }) }}
+{% endmacro %}
+
+{#- The target's rows, as a SQL expression for a count query: `(select count(*) from <target>)`, or
+    the number a writer knows (a Parquet writer: the sum of its files' footers, read once; the
+    merge holds the dataset's lock and its view reads a fixed list of files, so the number holds
+    for the whole run). -#}
+{% macro target_rows_sql(plan) %}
+  {% set writer = dbt_merge.target_writer() %}
+  {% if writer is not none %}
+    {{ return(writer.target_rows() | string) }}
+  {% endif %}
+  {{ return('(select count(*) from ' ~ plan.target ~ ')') }}
 {% endmacro %}

@@ -217,7 +217,7 @@ def merge_with_report(
         con = duckdb.connect(config=con_settings)
         con.execute("set enable_progress_bar = false")  # a library prints nothing
     con = getattr(con, "_cursor", con)  # dbt-duckdb wraps its cursor
-    session = Session(con, tx_id)
+    session = Session(con, tx_id, private=connection is None)
     # the flow of every door (macros/flow/run_merge.sql), written by the Parquet writer
     from dbt_merge.parquet.writer import ParquetWriter
 
@@ -244,7 +244,7 @@ def merge_with_report(
             # what needs no dataset is checked before the dataset is locked (its folder, the
             # lock and missing parents created): the config, the connection, the history table
             cfg = macros.validate_merge_config()
-            if not defer_publish and _in_transaction(con):
+            if not defer_publish and connection is not None and _in_transaction(con):
                 fail(
                     "the connection has a transaction open; the merge publishes the dataset on "
                     "its own, and the caller could still roll back what it read. Commit or roll "

@@ -97,8 +97,10 @@ def check_file_options(
 class Session:
     """The DuckDB connection of one merge and the temporary objects it creates."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, tx_id: str):
+    def __init__(self, con: duckdb.DuckDBPyConnection, tx_id: str, private: bool = False):
         self.con = con
+        # the door made the connection (no caller's objects in it, closed after the merge)
+        self.private = private
         self.prefix = f"dbt_merge_{tx_id}_"
         self.created: list[tuple[str, str]] = []
 
@@ -135,6 +137,9 @@ class Session:
                 return
 
     def drop_all(self) -> None:
+        if self.private:
+            self.created.clear()
+            return  # closed next, with everything it holds
         for kind, name in reversed(self.created):
             try:
                 if kind == "registered":

@@ -62,6 +62,7 @@ class ParquetWriter:
         self.files: list[str] = []
         self.listed: dict[str, tuple[int, int, int]] = {}
         self.file_columns: dict[str, list[schema.FileColumn]] = {}  # each file's own columns
+        self._target_rows: int | None = None
 
     # ------------------------------------------------------------------ source
 
@@ -424,7 +425,11 @@ class ParquetWriter:
 
     def _free_name(self, base: str) -> str:
         """`base`, or `base (2)`, ...: a name no table or view of the connection has (the
-        caller's objects are the caller's, even one named as the dataset's folder)."""
+        caller's objects are the caller's, even one named as the dataset's folder). A private
+        connection (the door made it) holds none but the merge's own, named with its prefix:
+        not listed (a fresh connection's first catalog listing costs ~4 ms)."""
+        if self.s.private:
+            return base
         rows = self.s.query(
             "select lower(table_name) from duckdb_tables()"
             " union all select lower(view_name) from duckdb_views()"
@@ -649,8 +654,7 @@ class ParquetWriter:
     def prepare(self, source: Any) -> tuple[str, bool]:
         """The source as the files will store it (a view: the flow stages it), the dataset's
         files, partitions and columns, and the target view. Returns (source select, build)."""
-        stage = self._stored_view(self._source_relation(source))
-        source_columns = self.s.describe(stage)
+        stage, source_columns = self._stored_view(self._source_relation(source))
         self.listed = commit.listing(self.root)
         files = sorted(self.listed)
         self.files = files
@@ -683,11 +687,12 @@ class ParquetWriter:
         )
         return f"select * from {stage}", build
 
-    def _stored_view(self, raw: str) -> str:
+    def _stored_view(self, raw: str) -> tuple[str, list[Column]]:
         """types.stored as a view over the source (its lossy values refused first, read from
-        the source itself): the flow stages it once."""
+        the source itself): the flow stages it once. Returns (the view, its columns)."""
         conversions = {}
-        for col in self.s.describe(raw):
+        raw_columns = self.s.describe(raw)
+        for col in raw_columns:
             how = types.stored(col.name, col.dtype)
             if isinstance(how, str):
                 self.fail(how + " The target was not changed.")
@@ -711,8 +716,24 @@ class ParquetWriter:
             if how.expression != "{c}"
         )
         if not replaced:
-            return raw
-        return self.s.temp("stored", f"select * replace ({replaced}) from {raw}", "view")
+            return raw, raw_columns
+        view = self.s.temp("stored", f"select * replace ({replaced}) from {raw}", "view")
+        return view, self.s.describe(view)
+
+    def target_rows(self) -> int:
+        """The dataset's rows (target_rows_sql): the sum of its files' footers, read once. The
+        merge holds the dataset's lock, and the target view reads this list of files."""
+        if self._target_rows is None:
+            file_list = "[" + ", ".join(q.literal(p) for p in self._paths(self.files)) + "]"
+            self._target_rows = int(self.s.one(
+                f"select coalesce(sum(num_rows), 0) from parquet_file_metadata({file_list})"
+            )[0]) if self.files else 0
+        return self._target_rows
+
+    def described_target(self) -> dict[str, Any]:
+        """The target view as described_target gives a table: the columns prepare() read (the
+        view is `select *` of the same read)."""
+        return {"columns": list(self.target_columns or []), "properties": None}
 
     # ------------------------------------------------------------------ the flow's calls
 

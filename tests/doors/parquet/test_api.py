@@ -836,3 +836,72 @@ def test_column_names_duckdb_reads_as_other_names_are_refused(tmp_path):
     with pytest.raises(ParquetMergeError, match="the source file .* has a column named ''"):
         merge_parquet_dataset(odd, tmp_path / "ds", "id")
     assert not (tmp_path / "ds").exists() or not any((tmp_path / "ds").rglob("*.parquet"))
+
+
+class _Watched:
+    """A DuckDB connection that lists the statements sent through it (the door's own calls)."""
+
+    def __init__(self, con, sent: list[str]):
+        object.__setattr__(self, "_con", con)
+        object.__setattr__(self, "_sent", sent)
+
+    def __getattr__(self, name):
+        return getattr(self._con, name)
+
+    def execute(self, query, *args, **kwargs):
+        self._sent.append(" ".join(str(query).split()))
+        result = self._con.execute(query, *args, **kwargs)
+        return self if result is self._con else result
+
+    def sql(self, query, *args, **kwargs):
+        self._sent.append(" ".join(str(query).split()))
+        return self._con.sql(query, *args, **kwargs)
+
+
+#: statements of a steady-state upsert into a dataset on the door's own connection (34 when
+#: counted, 2026-12-02; 37 at 68c0998, 40 before the catalog reads below were dropped). A
+#: change that adds one updates this number and says why.
+STEADY_STATEMENTS = 34
+
+
+def test_a_steady_state_merge_lists_no_catalog_and_reads_the_footers_once(five_files, monkeypatch):
+    """On its own connection the door has no caller's objects to avoid, no transaction of the
+    caller's to refuse and nothing to drop before closing: no catalog listing (a fresh
+    connection's first costs ~4 ms), no transaction probe. The dataset's rows are its files'
+    footers, summed once for the source check and the counts, and its columns are the ones the
+    writer read (no `describe` of its view): round 25 of the benchmark history."""
+    sent: list[str] = []
+    connect = duckdb.connect
+    monkeypatch.setattr(duckdb, "connect", lambda *a, **k: _Watched(connect(*a, **k), sent))
+    report = run_merge(table([25, 26, 500], ["new", "v26", "ins"]), five_files, "id",
+                       rows_per_file=20)
+    assert report.stats == {"inserted": 1, "updated": 1, "deleted": 0, "unchanged": 1, "total": 101}
+    assert (25, "new") in rows(five_files) and (500, "ins") in rows(five_files)
+    for marker in ("duckdb_tables()", "duckdb_views()", "current_transaction_id()"):
+        assert not [s for s in sent if marker in s], marker
+    view = sql.quote(str(five_files.resolve()))
+    assert [s for s in sent if "parquet_file_metadata" in s and "sum(num_rows)" in s] != []
+    assert len([s for s in sent if "sum(num_rows)" in s]) == 1
+    assert not [s for s in sent if f"count(*) from {view}" in s or f"(describe {view})" in s]
+    assert len(sent) <= STEADY_STATEMENTS, "\n".join(sent)
+
+
+def test_a_callers_table_named_as_the_dataset_lends_it_nothing(five_files):
+    """The dataset is no table of the catalog: a caller's table named as its folder, in the
+    schema the history row's relation names, is another object: its generated column and the
+    foreign key referencing it are not the dataset's (before 2026-12-02 the merge took them
+    for the dataset's and refused to write column v), and neither its rows nor its columns are
+    read."""
+    con = duckdb.connect()
+    name = sql.quote(str(five_files.resolve()))
+    con.execute(f"create table {name} (id bigint primary key, other int,"
+                " v varchar generated always as ('made'))")
+    con.execute(f"create table child (id bigint references {name} (id))")
+    con.execute(f"insert into {name} (id, other) values (1, 3)")
+    stats = merge_parquet_dataset(table([1, 200, 201], [None, "x", "y"]), five_files, "id",
+                                  connection=con, merge_history_table="h", durable=False)
+    assert stats.as_dict() == {"inserted": 2, "updated": 1, "deleted": 0, "unchanged": 0, "total": 102}
+    assert (1, None) in rows(five_files) and (200, "x") in rows(five_files)
+    assert con.execute(f"select * from {name}").fetchall() == [(1, 3, "made")]
+    assert con.execute("select count(*) from h").fetchall() == [(1,)]
+    con.close()
