@@ -36,7 +36,7 @@
   {#- full outer join: the source's rows, counted by the source check, too many to broadcast -#}
   {% set checked_rows = plan.get('source_rows') if not plan.deduped else none %}
   {% set full_join = checked_rows is not none and (plan.keys_tested_by_count
-                     or checked_rows * (plan.source_names | length) * 8 >= dbt_merge._full_join_bytes()) %}
+                     or checked_rows * (plan.source_names | length) * 8 >= dbt_merge.full_join_bytes()) %}
   {#- with it, a row of the source that matched no target row -#}
   {% set source_only = src ~ '.' ~ dbt_merge.quote_identifier(plan.key_columns[0]) ~ ' is not null and '
       ~ dst ~ '.' ~ dbt_merge.quote_identifier(plan.key_columns[0]) ~ ' is null' %}
@@ -126,12 +126,12 @@
     estimate too large costs a full outer join where the left join would do, never a result. -#}
 {% macro spark__count_tests_keys(plan, estimated_bytes) %}
   {{ return(plan.writes_source_rows and not plan.actions.dedupe and not plan.deduped
-            and estimated_bytes is not none and estimated_bytes >= dbt_merge._full_join_bytes()) }}
+            and estimated_bytes is not none and estimated_bytes >= dbt_merge.full_join_bytes()) }}
 {% endmacro %}
 
 {#- Spark: the size from which a source is joined to the target by a full outer join instead of
     being broadcast, in bytes (Spark's default broadcast threshold; dbt var
     dbt_merge_spark_full_join_bytes, which the tests set to 0 to take that path on small data). -#}
-{% macro _full_join_bytes() %}
+{% macro full_join_bytes() %}
   {{ return(var('dbt_merge_spark_full_join_bytes', 10485760) | int) }}
 {% endmacro %}

@@ -81,7 +81,7 @@
   {% if not asked or cfg.dry_run or not storage or storage.provider != 'iceberg' %}
     {{ return(false) }}
   {% endif %}
-  {% set kind = dbt_merge._commit_counts_kind(storage) %}
+  {% set kind = dbt_merge.commit_counts_kind(storage) %}
   {% set strategies = ['upsert', 'insert', 'full_merge'] if kind == 'v3' else ['upsert', 'insert'] %}
   {% set altered = dbt_merge.schema_changes_any(plan.schema) %}
   {#- full_merge_write='overwrite', asked for by name, is honoured: it rewrites the whole table -#}
@@ -94,7 +94,7 @@
 {% endmacro %}
 
 {#- 'v3' (row lineage), 'mor' (merge-on-read, format 2) or none. -#}
-{% macro _commit_counts_kind(storage) %}
+{% macro commit_counts_kind(storage) %}
   {% if (storage.format_version or 0) >= 3 %}
     {{ return('v3') }}
   {% endif %}
@@ -104,7 +104,7 @@
 
 {% macro spark__merge_on_branch(plan) %}
   {% set storage = plan.target_storage %}
-  {% set kind = dbt_merge._commit_counts_kind(storage) %}
+  {% set kind = dbt_merge.commit_counts_kind(storage) %}
   {#- one statement for what the table says of itself: its snapshot, its format, the package's
       record of its keys, whether it stages writes (WAP) -#}
   {% set properties = {} %}
