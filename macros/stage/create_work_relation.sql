@@ -177,40 +177,6 @@
   {% endfor %}
 {% endmacro %}
 
-{#- Whether the changes relation is worth materializing: it is read by the count and the writes. -#}
-{% macro materialize_changes(plan) %}
-  {{ return(adapter.dispatch('materialize_changes', 'dbt_merge')(plan)) }}
-{% endmacro %}
-
-{% macro default__materialize_changes(plan) %}
-  {{ return(true) }}
-{% endmacro %}
-
-{# Spark: the narrow changes are read by the count, and by the MERGE only when some matched rows
-   are unchanged and others updated. Counting straight from the view measured 1.0 s against
-   1.1 s to cache it plus 0.3 s to count (2M-row Iceberg target, 200k-row source, warm JVM). #}
-{% macro spark__materialize_changes(plan) %}
-  {{ return(not plan.writes_source_rows) }}
-{% endmacro %}
-
-{#- Whether the changes are better written into the statements that read them, as a subquery,
-    than made a view: a view that is not materialized is read as its SQL would be (the views made
-    from the stage read only the pinned, cached stage and the target, whose commits since the
-    count the write refuses: snapshot_guard_sql), and costs two statements (create, drop). -#}
-{% macro inline_changes(plan) %}
-  {{ return(adapter.dispatch('inline_changes', 'dbt_merge')(plan)) }}
-{% endmacro %}
-
-{% macro default__inline_changes(plan) %}
-  {{ return(false) }}
-{% endmacro %}
-
-{#- Spark: the narrow changes of a MERGE INTO (read by the count and once by the MERGE); not those
-    of a partition overwrite, which caches them by name (overwrite_partitions). -#}
-{% macro spark__inline_changes(plan) %}
-  {{ return(plan.writes_source_rows and (plan.target_storage or {}).get('write') == 'merge') }}
-{% endmacro %}
-
 {#-
   Stage the model's SELECT (create_work_relation) for a merge into an existing table. Returns
   {copy: the table it copied the rows to, to drop at the end, or none; bytes: the engine's

@@ -165,14 +165,3 @@
   {%- endif -%}
   {{ return('count(distinct ' ~ value ~ ')') }}
 {% endmacro %}
-
-{#- Whether count_changes tests that the source's keys are unique (the source check then leaves
-    that out, check_source_rows' keys_later), given the engine's size estimate of the staged
-    SELECT (stage_select; none when unknown). Spark only: count_changes_spark.sql. -#}
-{% macro count_tests_keys(plan, estimated_bytes) %}
-  {{ return(adapter.dispatch('count_tests_keys', 'dbt_merge')(plan, estimated_bytes)) }}
-{% endmacro %}
-
-{% macro default__count_tests_keys(plan, estimated_bytes) %}
-  {{ return(false) }}
-{% endmacro %}
