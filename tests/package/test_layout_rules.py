@@ -7,6 +7,8 @@
   `adapter.dispatch`, and a private macro's adapter versions (`spark___x`) live in its file: a
   helper other files use is public (no underscore), so that what a file offers the others is
   what its names say, and a private macro can change with its file alone.
+- The flow's decisions (whether the changes are materialized, whether the count tests the keys,
+  ...) live in macros/plan/, with their engines' versions.
 - Only the flow (macros/flow/run_merge.sql) and the plan's builder (build_merge_plan) change the
   plan: every other phase returns what it adds (the source check its measurements, the classify's
   choices), and the flow keeps it; a phase that needs the plan with a change of its own works on
@@ -84,6 +86,20 @@ def test_no_macro_file_calls_another_files_private_macro():
                              f"{next(iter(files)).relative_to(ROOT)}: make it public (no "
                              "underscore) or keep the use in its file")
     assert not found, "\n".join(found)
+
+
+#: the decisions the flow takes from the plan (each with its engines' versions), which live in
+#: macros/plan/, one file each: a newcomer looking for why a run took one path finds them there
+DECISIONS = ("materialize_changes", "inline_changes", "count_tests_keys", "commit_counts_applies",
+             "every_source_row", "check_after_rebuild", "choose_full_merge_write")
+
+
+def test_the_flows_decisions_live_in_plan():
+    where = _macro_files()
+    found = [f"{name}: {', '.join(sorted(str(f.relative_to(ROOT)) for f in where.get(name, ())))}"
+             for name in DECISIONS
+             if not where.get(name) or any(f.parent.name != "plan" for f in where[name])]
+    assert not found, "decisions outside macros/plan/:\n" + "\n".join(found)
 
 
 #: a change made in place to the plan or to a dict inside it
