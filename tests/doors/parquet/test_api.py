@@ -900,7 +900,8 @@ def test_a_callers_table_named_as_the_dataset_lends_it_nothing(five_files):
     con.execute(f"insert into {name} (id, other) values (1, 3)")
     stats = merge_parquet_dataset(table([1, 200, 201], [None, "x", "y"]), five_files, "id",
                                   connection=con, merge_history_table="h", durable=False)
-    assert stats.as_dict() == {"inserted": 2, "updated": 1, "deleted": 0, "unchanged": 0, "total": 102}
+    assert stats.as_dict() == {
+        "inserted": 2, "updated": 1, "deleted": 0, "unchanged": 0, "total": 102}
     assert (1, None) in rows(five_files) and (200, "x") in rows(five_files)
     assert con.execute(f"select * from {name}").fetchall() == [(1, 3, "made")]
     assert con.execute("select count(*) from h").fetchall() == [(1,)]
