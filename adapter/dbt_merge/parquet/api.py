@@ -173,9 +173,16 @@ def merge_with_report(
     committed right after the publish (with defer_publish, when report.pending publishes)."""
     prefix = f"dbt_merge: dataset '{target_path}': " if error_prefix is None else error_prefix
 
+    writer = None
+
     def fail(message: str) -> None:
         if error_prefix is None:
             message = _api_wording(message)
+        view = getattr(writer, "view", None)
+        if view and view != q.quote(str(writer.root)):
+            # the dataset's view under another name than its folder (a caller's object has
+            # that name): messages name the dataset (red team helper-92)
+            message = message.replace(view, q.quote(str(writer.root)))
         raise ParquetMergeError(prefix + message)
 
     config = merge_config(key_columns, strategy, options, refused=REFUSED, fail=fail)

@@ -101,8 +101,14 @@ def read_files(
 def _read_files(paths: Sequence[str], hive: Hive | None, filename_column: str | None) -> str:
     files = ", ".join(literal(p) for p in paths)
     if hive is None:
-        extra = f", filename = {literal(filename_column)}" if filename_column else ""
-        return f"read_parquet([{files}], union_by_name = true, hive_partitioning = false{extra})"
+        if not filename_column:
+            return f"read_parquet([{files}], union_by_name = true, hive_partitioning = false)"
+        fc = quote(filename_column)
+        return (
+            f"(select * replace ({fc} collate c as {fc}) from read_parquet([{files}],"
+            f" union_by_name = true, hive_partitioning = false,"
+            f" filename = {literal(filename_column)}))"
+        )
     path, joined = "dbt_merge_file_path", "dbt_merge_partition_path"
     names = list(hive.types)
     rows = []
@@ -127,10 +133,14 @@ def _read_files(paths: Sequence[str], hive: Hive | None, filename_column: str | 
         f" filename = {literal(path)}) as dbt_merge_files"
         f" join (values {', '.join(rows)})"
         f" as dbt_merge_partitions({', '.join(quote(c) for c in [joined, *names])})"
-        f" on dbt_merge_files.{quote(path)} = dbt_merge_partitions.{quote(joined)}"
+        f" on (dbt_merge_files.{quote(path)} collate c) = dbt_merge_partitions.{quote(joined)}"
     )
     if filename_column:
-        query = f"select * rename ({quote(path)} as {quote(filename_column)}) from ({query})"
+        fc = quote(filename_column)
+        query = (
+            f"select * replace ({fc} collate c as {fc}) from"
+            f" (select * rename ({quote(path)} as {fc}) from ({query}))"
+        )
     return f"({query})"
 
 
@@ -172,13 +182,25 @@ def row_group_ranges_sql(
     return f"select {', '.join(columns)} from {metadata} group by file_name, row_group_id"
 
 
+def metadata_rows(file_list: str) -> str:
+    """parquet_metadata of the files (a relation for FROM), their names compared byte for byte
+    whatever the connection's default_collation: under 'nocase', `part.parquet` and
+    `Part.parquet` were one file to every join, group and distinct on the name (red team
+    helper-92: an update lost, a key inserted twice). Every file name column the writer reads
+    is binary for the same reason (read_files' filename column)."""
+    return (
+        "(select * replace (file_name collate c as file_name)"
+        f" from parquet_metadata({file_list}))"
+    )
+
+
 def key_leaves_sql(file_list: str, leaves: Sequence[tuple[str, int, int]]) -> str:
     """parquet_metadata rows of the range keys' leaf columns only, each with dbt_merge_key:
     `leaves` is (file, column_id, range key index) per file and key."""
     rows = ", ".join(f"({literal(f)}, {int(c)}, {int(k)})" for f, c, k in leaves)
     return (
         f"(select dbt_merge_md.*, dbt_merge_leaves.dbt_merge_key"
-        f" from parquet_metadata({file_list}) as dbt_merge_md"
+        f" from {metadata_rows(file_list)} as dbt_merge_md"
         f" join (values {rows}) as dbt_merge_leaves(dbt_merge_file, dbt_merge_column,"
         f" dbt_merge_key) on dbt_merge_md.file_name = dbt_merge_leaves.dbt_merge_file"
         f" and dbt_merge_md.column_id = dbt_merge_leaves.dbt_merge_column)"

@@ -153,8 +153,11 @@ class ParquetWriter:
             chosen = ", ".join(q.literal(f) for f in files)
             def values(option: str) -> str:
                 # the text's bytes: no collation of the caller's session (red team helper-81)
-                return (f"select {fn}, encode(cast({col} as varchar)) as v, count(*) as n"  # noqa: B023
-                        f" from {read}{option}) where {fn} in ({chosen}) group by all")  # noqa: B023
+                # and the files' names byte for byte (red team helper-92: under 'nocase'
+                # `a.parquet` and `A.parquet` were grouped as one)
+                return (f"select ({fn} collate c) as {fn}, encode(cast({col} as varchar)) as v,"  # noqa: B023
+                        f" count(*) as n from {read}{option})"  # noqa: B023
+                        f" where ({fn} collate c) in ({chosen}) group by all")  # noqa: B023
 
             found = self.s.query(
                 f"select * from (({values('')}) except all"
@@ -166,7 +169,7 @@ class ParquetWriter:
             folder_value = None if read_bytes is None else bytes(read_bytes).decode()
             own_value = self.s.query(
                 f"select cast({col} as varchar) from {read}, hive_partitioning = false)"
-                f" where {fn} = {q.literal(file)} and encode(cast({col} as varchar))"
+                f" where ({fn} collate c) = {q.literal(file)} and encode(cast({col} as varchar))"
                 " is distinct from encode("
                 f"{'null' if folder_value is None else q.literal(folder_value)}) limit 1"
             )[1]
@@ -383,7 +386,7 @@ class ParquetWriter:
             f"select f.{path_col}, cast(f.{col} as varchar), v.folder from read_parquet("
             f"[{files}], union_by_name = true, hive_partitioning = false, "
             f"filename = {q.literal(path_name)}) as f"
-            f" join (values {rows}) as v(file, folder) on f.{path_col} = v.file"
+            f" join (values {rows}) as v(file, folder) on (f.{path_col} collate c) = v.file"
             f" where (f.{col} is null) <> (v.folder is null)"
             f" or {text(typed)} is distinct from {text(f'try_cast(v.folder as {dtype})')}{back}"
             " order by 1 limit 1"
@@ -468,7 +471,7 @@ class ParquetWriter:
         lo = [q.fresh_name(f"dbt_merge_lo_{i}", taken) for i in range(len(range_keys))]
         hi = [q.fresh_name(f"dbt_merge_hi_{i}", taken) for i in range(len(range_keys))]
         # one row per (file, row group, column); only the key columns' rows carry ranges
-        metadata = f"(select * from parquet_metadata({file_list}))"
+        metadata = q.metadata_rows(file_list)
         if range_keys:
             # each key's statistics are those of the file's own top-level column of that name
             leaves = []
@@ -721,12 +724,17 @@ class ParquetWriter:
         return view, self.s.describe(view)
 
     def target_rows(self) -> int:
-        """The dataset's rows (target_rows_sql): the sum of its files' footers, read once. The
-        merge holds the dataset's lock, and the target view reads this list of files."""
+        """The dataset's rows (target_rows_sql): the sum of its files' row groups, read once
+        from their footers. The merge holds the dataset's lock, and the target view reads this
+        list of files."""
         if self._target_rows is None:
             file_list = "[" + ", ".join(q.literal(p) for p in self._paths(self.files)) + "]"
+            # the row groups' rows, as count(*) and every reader count them: a footer's own
+            # num_rows can disagree with its row groups (red team helper-92: a file claiming
+            # 64 rows of its 1,000 gave a negative total)
             self._target_rows = int(self.s.one(
-                f"select coalesce(sum(num_rows), 0) from parquet_file_metadata({file_list})"
+                "select coalesce(sum(row_group_num_rows), 0) from (select distinct file_name,"
+                f" row_group_id, row_group_num_rows from {q.metadata_rows(file_list)})"
             )[0]) if self.files else 0
         return self._target_rows
 
