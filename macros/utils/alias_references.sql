@@ -1,12 +1,10 @@
 {#- The columns a SQL condition reads through the merge's aliases: a list of
-    {'alias': 'DBT_INTERNAL_SOURCE' or 'DBT_INTERNAL_DEST', 'column': name}. String literals,
-    quoted identifiers and comments are skipped, so a column *named* DBT_INTERNAL_SOURCE
+    {'alias': 'DBT_INTERNAL_SOURCE' or 'DBT_INTERNAL_DEST', 'column': name}. String literals and
+    quoted identifiers are skipped, so a column *named* DBT_INTERNAL_SOURCE
     (DBT_INTERNAL_DEST."DBT_INTERNAL_SOURCE") is a column, not the alias. Quoted column names
     ("a b", `a b`) are returned as written. -#}
 {% macro alias_references(condition) %}
-  {#- skipped: string literals, quoted identifiers and comments (`-- ...`, `/* ... */`: a
-      column named only in a comment is not read by the condition) -#}
-  {% set quoted = "'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`(?:[^`]|``)*`|--[^\\n]*|/\\*[\\s\\S]*?\\*/" %}
+  {% set quoted = "'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|`(?:[^`]|``)*`" %}
   {% set column = '("(?:[^"]|"")+"|`(?:[^`]|``)+`|[A-Za-z_][A-Za-z0-9_$]*)' %}
   {% set reference = '(?<![A-Za-z0-9_$.])(DBT_INTERNAL_SOURCE|DBT_INTERNAL_DEST)\\s*\\.\\s*' ~ column %}
   {% set found = [] %}

@@ -1491,29 +1491,3 @@ def test_another_threads_unfinished_result_before_the_commit(con):
         merge_table(_Interleaved(con, [("before", _COMMIT_STEP, leave)]), source,
                     "analytics.t", "id")
     assert _rows(con) == TARGET and _state(con) == before
-
-
-@pytest.mark.parametrize(("predicate", "missing"), [
-    ("DBT_INTERNAL_DEST.region = 'eu'", "region"),
-    ("DBT_INTERNAL_DEST.id > 0 /* x */ and DBT_INTERNAL_DEST.nope > 1", "nope"),
-    ("DBT_INTERNAL_DEST.id > 0 -- c\n and DBT_INTERNAL_DEST.nope > 1", "nope"),
-    ("DBT_INTERNAL_DEST.name <> 'DBT_INTERNAL_DEST.nope -- x'", None),
-    ("-- DBT_INTERNAL_DEST.nope\n DBT_INTERNAL_DEST.id > 0", None),
-    ("DBT_INTERNAL_DEST.id > 0 /* DBT_INTERNAL_DEST.nope */", None),
-    ('dbt_internal_dest."ID" - -1 > 0', None),
-])
-def test_a_predicate_naming_a_column_the_table_lacks_is_refused(con, predicate, missing):
-    """incremental_predicates naming a column the table does not have: the package's message
-    (the predicate's column, the table's columns), the table unchanged; a column named only in
-    a string or a comment is not read (red team helper-93: DuckDB's binder error, naming
-    neither the model nor the column)."""
-    if missing is None:
-        result = merge_table(con, _source(con), "analytics.t", "id",
-                             incremental_predicates=[predicate])
-        assert result.updated == 1
-        return
-    with pytest.raises(MergeError) as refused:
-        merge_table(con, _source(con), "analytics.t", "id", incremental_predicates=[predicate])
-    assert (f"incremental_predicates names DBT_INTERNAL_DEST.{missing}, which is not a column "
-            "of the target (columns: id, name, updated_at)") in str(refused.value)
-    assert _rows(con) == TARGET
