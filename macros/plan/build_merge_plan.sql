@@ -121,11 +121,6 @@
   {% for option in ['update_condition', 'delete_condition'] if cfg[option] %}
     {% do dbt_merge._check_condition_columns(option, cfg[option], source_names, target_names) %}
   {% endfor %}
-  {#- and each of incremental_predicates (red team helper-93: DuckDB's binder error, without the
-      model, in place of the package's message) -#}
-  {% for predicate in cfg.predicates or [] %}
-    {% do dbt_merge._check_condition_columns('incremental_predicates', predicate, source_names, target_names) %}
-  {% endfor %}
 
   {% set actions = cfg.actions %}
   {#- True when every row the merge writes is a source row as it is: a matched row is either left

@@ -445,14 +445,6 @@ CATALOGUE: list[Bad] = [
         "`DBT_INTERNAL_DEST.<column>` of the table).",
     ),
     Bad(
-        "predicate_unknown_column",
-        "an `incremental_predicates` condition naming a column the table does not have",
-        {"unique_key": "id", "incremental_predicates": ["DBT_INTERNAL_DEST.region = 'eu'"]},
-        "incremental_predicates names DBT_INTERNAL_DEST.region, which is not a column of the "
-        "target",
-        "Fix the predicate (`DBT_INTERNAL_DEST.<column>` of the table).",
-    ),
-    Bad(
         "delete_condition_names_dest",
         "`delete_condition` naming `DBT_INTERNAL_DEST`",
         {"unique_key": "id", "delete_condition": "DBT_INTERNAL_DEST.amount < 0"},
