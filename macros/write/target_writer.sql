@@ -33,9 +33,9 @@
 {% endmacro %}
 
 {#- The target's rows, as a SQL expression for a count query: `(select count(*) from <target>)`, or
-    the number a writer knows (a Parquet writer: the sum of its files' footers, read once; the
-    merge holds the dataset's lock and its view reads a fixed list of files, so the number holds
-    for the whole run). -#}
+    the number a writer knows (a Parquet writer: a count of its files, read once; the merge
+    holds the dataset's lock and its view reads a fixed list of files, so the number holds for
+    the whole run). -#}
 {% macro target_rows_sql(plan) %}
   {% set writer = dbt_merge.target_writer() %}
   {% if writer is not none %}
