@@ -10,4 +10,8 @@ ruff check adapter tests benchmarks scripts
 docs_site=$(mktemp -d)
 bash scripts/docs.sh "$docs_site"
 rm -rf "$docs_site"
-python -m pytest -q -p no:cacheprovider --durations=40 "$@"
+# Two worker processes (pytest-xdist), each given whole test files (tests/conftest.py): a test
+# waits on a JVM, dbt or DuckDB most of the time and keeps about one core busy, so two of them
+# share the machine's two cores. DBT_MERGE_TEST_WORKERS=0: one process, as before.
+workers=${DBT_MERGE_TEST_WORKERS:-2}
+python -m pytest -q -p no:cacheprovider --durations=40 -n "$workers" "$@"

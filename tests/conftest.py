@@ -72,6 +72,33 @@ if "ICEBERG_JAR" not in os.environ:
     )
 
 
+#: test files that share something outside the test's own folders, run by one worker of a
+#: parallel run (pytest-xdist, `-n`): the integration project's folder (`dbt deps` rewrites its
+#: dbt_packages/, dbt its logs/), the source tree the install tests build from
+_SHARED = {
+    "tests/doors/dbt/test_integration.py": "integration_tests project",
+    "tests/package/test_ci_workflow.py": "integration_tests project",
+    "tests/package/install/": "source tree builds",
+}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """A parallel run (scripts/test.sh: `-n 2`) hands each worker whole test files, or the
+    groups above: a file's module fixtures (a dbt project's first runs) are made once, and no two
+    workers write one folder. Each worker is a process of its own, with its own state folder,
+    Spark session, DuckDB file, ClickHouse and Thrift cluster. (pytest-xdist's `loadgroup` marks
+    are not used: pytest 9.2's node ids no longer carry them.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WholeFiles(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return next((g for prefix, g in _SHARED.items() if path.startswith(prefix)), path)
+
+    return WholeFiles(config, log)
+
+
 @pytest.fixture
 def write_once(monkeypatch):
     """The write-once path (a merge into a merge-on-read or format-3 Iceberg table written into a
@@ -169,8 +196,16 @@ def thrift(request) -> int:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     atexit.register(stop)
     request.addfinalizer(stop)
-    cluster = cluster_module.start(state)
+    # the default ports, or under pytest-xdist (a cluster per worker) ports the system chooses
+    ports = {n: 0 for n in cluster_module.DEFAULT_PORTS} if _worker() else None
+    cluster = cluster_module.start(state, ports)
     print(f"\nthrift server on port {cluster.thrift_port}: cluster started in "
           f"{cluster.started_seconds} s ({state})", file=sys.stderr)
     os.environ["DBT_MERGE_THRIFT_PORT"] = str(cluster.thrift_port)
     return cluster.thrift_port
+
+
+def _worker() -> str | None:
+    """The pytest-xdist worker this process is ("gw0", "gw1", ...), None when not one."""
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
