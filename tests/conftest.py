@@ -184,6 +184,14 @@ def thrift(request) -> int:
     started by hand with `python scripts/spark_cluster.py start`) and leave it running.
     """
     if os.environ.get("DBT_MERGE_THRIFT_PORT"):
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+        if workers > 1 and not _STARTED_HERE:
+            pytest.fail(
+                f"DBT_MERGE_THRIFT_PORT={os.environ['DBT_MERGE_THRIFT_PORT']} names one Thrift "
+                f"server, which {workers} test workers would share (their tests write the same "
+                "tables): run them in one process (`-n 0`, or DBT_MERGE_TEST_WORKERS=0 for "
+                "`make test`), or unset DBT_MERGE_THRIFT_PORT to give each worker a cluster of "
+                "its own", pytrace=False)
         return int(os.environ["DBT_MERGE_THRIFT_PORT"])
     cluster_module = _spark_cluster_module()
     state = _STATE / "spark_cluster"
@@ -202,7 +210,12 @@ def thrift(request) -> int:
     print(f"\nthrift server on port {cluster.thrift_port}: cluster started in "
           f"{cluster.started_seconds} s ({state})", file=sys.stderr)
     os.environ["DBT_MERGE_THRIFT_PORT"] = str(cluster.thrift_port)
+    _STARTED_HERE.append(cluster.thrift_port)
     return cluster.thrift_port
+
+
+#: the port of the cluster this process started, if it did
+_STARTED_HERE: list[int] = []
 
 
 def _worker() -> str | None:
