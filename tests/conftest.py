@@ -24,6 +24,7 @@ from suite_summary import (  # noqa: F401 (hooks: one line per suite at the end 
     pytest_runtest_protocol,
     pytest_terminal_summary,
 )
+from whole_files import pytest_xdist_make_scheduler  # noqa: F401 (-n 2: whole files per worker)
 
 ROOT = Path(__file__).resolve().parents[1]
 INTEGRATION = ROOT / "integration_tests"
@@ -70,33 +71,6 @@ if "ICEBERG_JAR" not in os.environ:
     os.environ["ICEBERG_JAR"] = str(
         _iceberg.get_jar_path("iceberg-spark-runtime-3.5_2.12-1.10.2.jar")
     )
-
-
-#: test files that share something outside the test's own folders, run by one worker of a
-#: parallel run (pytest-xdist, `-n`): the integration project's folder (`dbt deps` rewrites its
-#: dbt_packages/, dbt its logs/), the source tree the install tests build from
-_SHARED = {
-    "tests/doors/dbt/test_integration.py": "integration_tests project",
-    "tests/package/test_ci_workflow.py": "integration_tests project",
-    "tests/package/install/": "source tree builds",
-}
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """A parallel run (scripts/test.sh: `-n 2`) hands each worker whole test files, or the
-    groups above: a file's module fixtures (a dbt project's first runs) are made once, and no two
-    workers write one folder. Each worker is a process of its own, with its own state folder,
-    Spark session, DuckDB file, ClickHouse and Thrift cluster. (pytest-xdist's `loadgroup` marks
-    are not used: pytest 9.2's node ids no longer carry them.)"""
-    from xdist.scheduler import LoadScopeScheduling
-
-    class WholeFiles(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return next((g for prefix, g in _SHARED.items() if path.startswith(prefix)), path)
-
-    return WholeFiles(config, log)
 
 
 @pytest.fixture
