@@ -331,10 +331,13 @@ def arrow_decimal256_problem(source: Any) -> str | None:
         import pyarrow as pa
     except ImportError:
         return None
-    schema = getattr(source, "schema", None)
-    if not isinstance(schema, pa.Schema):
+    try:
+        schema = getattr(source, "schema", None)
         # a pandas DataFrame's ArrowDtype columns (red team helper-84)
-        dtypes = getattr(source, "dtypes", None)
+        dtypes = None if isinstance(schema, pa.Schema) else getattr(source, "dtypes", None)
+    except Exception:  # e.g. a DuckDB relation of a table since dropped: DuckDB's read says why
+        return None
+    if not isinstance(schema, pa.Schema):
         arrow = [(name, getattr(dtype, "pyarrow_dtype", None))
                  for name, dtype in (dtypes.items() if hasattr(dtypes, "items") else ())]
         arrow = [pa.field(str(name), kind) for name, kind in arrow

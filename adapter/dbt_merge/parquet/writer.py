@@ -94,12 +94,23 @@ class ParquetWriter:
             problem = decimal_objects_problem(source, lambda name: [
                 row[0] for row in self.s.query(f"select {q.quote(name)} from {relation}")[1]])
         except duckdb.Error as error:
-            # e.g. an Arrow decimal256 column, which DuckDB does not read at all
+            # e.g. an Arrow decimal256 column, which DuckDB does not read at all, or a relation
+            # of another connection (DuckDB reads a relation on its own connection only)
+            fix = ""
+            if isinstance(source, duckdb.DuckDBPyRelation) and "replacement scan" in str(
+                    error):  # DuckDB's words for a relation of another connection
+                fix = (
+                    " A DuckDB relation is read on the connection that made it: pass that "
+                    "connection as connection="
+                    + (" (without one the merge runs on a connection of its own)"
+                       if self.s.private else ", or make the relation on the connection passed")
+                    + "."
+                )
             self.fail(
                 f"DuckDB cannot read the source ({type(source).__name__}): "
                 f"{str(error).splitlines()[0]} merge_parquet_dataset reads Parquet files, an "
-                "Arrow table or reader, a pandas or polars DataFrame, or a DuckDB relation. "
-                "Nothing was changed."
+                "Arrow table or reader, a pandas or polars DataFrame, or a DuckDB relation."
+                f"{fix} Nothing was changed."
             )
         if problem is not None:
             self.fail(f"the source's {problem}. Nothing was changed.")

@@ -354,6 +354,19 @@ def test_a_relation_with_parameters_and_one_of_another_database(con):
     other.close()
 
 
+def test_a_relation_of_a_table_since_dropped(con):
+    """Its columns cannot be listed (looking for an Arrow schema bound it): DuckDB's reason in
+    the package's refusal, not a raw CatalogException."""
+    con.execute("create table analytics.gone as select 9 as id, 'x' as name, 1 as updated_at")
+    relation = con.sql("select * from analytics.gone")
+    con.execute("drop table analytics.gone")
+    before, rows = _state(con), _rows(con)
+    with pytest.raises(MergeError, match=r"DuckDB cannot read the source \(DuckDBPyRelation\): "
+                       r"Catalog Error: .*gone does not exist"):
+        merge_table(con, relation, "analytics.t", "id")
+    assert _rows(con) == rows and _state(con) == before
+
+
 # ------------------------------------------------------------------ the source (item 13)
 
 

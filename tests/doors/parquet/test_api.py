@@ -1012,3 +1012,33 @@ def test_a_refusal_names_the_dataset_not_the_merges_view_of_it(five_files):
     assert " (2)" not in message
     assert con.execute(f"select * from {name}").fetchall() == [(42,)]
     con.close()
+
+
+@pytest.mark.parametrize("passed", ["none", "another"])
+def test_a_relation_of_another_connection_is_refused_with_the_fix(five_files, passed):
+    """A DuckDB relation is read on the connection that made it only: the refusal says to pass
+    that connection (before: DuckDB's "not suitable for replacement scan", and that a relation
+    is read, without the fix)."""
+    before = fingerprint(five_files)
+    maker = duckdb.connect()
+    relation = maker.sql("select 1::bigint as id, 'x' as v")
+    kwargs = {"connection": duckdb.connect()} if passed == "another" else {}
+    with pytest.raises(ParquetMergeError) as refused:
+        merge_parquet_dataset(relation, five_files, "id", **kwargs)
+    message = str(refused.value)
+    assert "pass that connection as connection=" in message, message
+    assert ("runs on a connection of its own" in message) == (passed == "none"), message
+    assert message.endswith("Nothing was changed."), message
+    assert fingerprint(five_files) == before
+    # the fix works: the relation's own connection
+    assert merge_parquet_dataset(relation, five_files, "id", connection=maker)["updated"] == 1
+
+
+def test_a_relation_read_failing_on_its_own_connection_has_no_connection_hint(five_files):
+    con = duckdb.connect()
+    con.execute("create table t as select 1::bigint as id, 'x' as v")
+    relation = con.sql("select * from t")
+    con.execute("drop table t")
+    with pytest.raises(ParquetMergeError) as refused:
+        merge_parquet_dataset(relation, five_files, "id", connection=con)
+    assert "connection=" not in str(refused.value), str(refused.value)
