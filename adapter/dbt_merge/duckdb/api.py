@@ -29,8 +29,10 @@ from dbt_merge.duckdb.history import create_table, refuse_unusable
 from dbt_merge.duckdb.names import (
     arrow_decimal256_problem,
     decimal_objects_problem,
+    error_reason,
     name_problem,
     reads_table,
+    relation_problem,
     resolve_target,
     source_names,
 )
@@ -287,9 +289,10 @@ def _source_reader(runner: DuckDBRunner, source: Any, prefix: str) -> duckdb.Duc
     except duckdb.Error as error:
         if runner.translated(error) is not error:
             raise runner.translated(error) from error
+        reason = relation_problem(source) or error_reason(error)
         raise MergeError(
             prefix + f"DuckDB cannot read the source ({type(source).__name__}): "
-            f"{str(error).splitlines()[0]} merge_table reads an Arrow table or reader, a pandas "
+            f"{reason} merge_table reads an Arrow table or reader, a pandas "
             "or polars DataFrame, a relation of this connection, or one SQL query. Nothing was "
             "changed."
         ) from None

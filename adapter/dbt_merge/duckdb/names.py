@@ -323,6 +323,27 @@ def source_names(source: Any) -> list[str] | None:
         return None
 
 
+def error_reason(error: Exception) -> str:
+    """The line of a DuckDB error that says why: its first, or for an error carrying a Python
+    traceback (a source object that raised while DuckDB read it) the traceback's last."""
+    lines = [line for line in str(error).splitlines() if line.strip()] or [repr(error)]
+    return lines[-1] if lines[0].startswith("Traceback (most recent call last)") else lines[0]
+
+
+def relation_problem(source: Any) -> str | None:
+    """Why a DuckDB relation cannot be read on the connection that made it, in DuckDB's words
+    (the first line), or None: its connection closed, a table it reads dropped since. Checked
+    before any other reason is given, so that a closed connection is not reported as a relation
+    of another connection (red team helper-96)."""
+    if not isinstance(source, duckdb.DuckDBPyRelation):
+        return None
+    try:
+        source.columns  # noqa: B018 (binds the relation on its own connection)
+    except duckdb.Error as error:
+        return error_reason(error)
+    return None
+
+
 def arrow_decimal256_problem(source: Any) -> str | None:
     """Why an Arrow source (a table, batch, reader: anything with an Arrow schema) with a
     decimal256 column or field is refused, or None: DuckDB reads no decimal256, whatever its

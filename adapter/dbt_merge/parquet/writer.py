@@ -28,7 +28,9 @@ import duckdb
 from dbt_merge.duckdb.names import (
     arrow_decimal256_problem,
     decimal_objects_problem,
+    error_reason,
     name_problem,
+    relation_problem,
     source_names,
 )
 from dbt_merge.parquet import commit, layout, paths, schema, types
@@ -96,9 +98,10 @@ class ParquetWriter:
         except duckdb.Error as error:
             # e.g. an Arrow decimal256 column, which DuckDB does not read at all, or a relation
             # of another connection (DuckDB reads a relation on its own connection only)
+            reason = relation_problem(source) or error_reason(error)
             fix = ""
-            if isinstance(source, duckdb.DuckDBPyRelation) and "replacement scan" in str(
-                    error):  # DuckDB's words for a relation of another connection
+            if reason.startswith(f'Invalid Input Error: Python Object "{self.s.prefix}source" '
+                                 'of type "DuckDBPyRelation"'):  # this merge's own name for it
                 fix = (
                     " A DuckDB relation is read on the connection that made it: pass that "
                     "connection as connection="
@@ -107,10 +110,9 @@ class ParquetWriter:
                     + "."
                 )
             self.fail(
-                f"DuckDB cannot read the source ({type(source).__name__}): "
-                f"{str(error).splitlines()[0]} merge_parquet_dataset reads Parquet files, an "
-                "Arrow table or reader, a pandas or polars DataFrame, or a DuckDB relation."
-                f"{fix} Nothing was changed."
+                f"DuckDB cannot read the source ({type(source).__name__}): {reason} "
+                "merge_parquet_dataset reads Parquet files, an Arrow table or reader, a pandas or "
+                f"polars DataFrame, or a DuckDB relation.{fix} Nothing was changed."
             )
         if problem is not None:
             self.fail(f"the source's {problem}. Nothing was changed.")

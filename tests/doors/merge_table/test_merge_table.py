@@ -367,6 +367,19 @@ def test_a_relation_of_a_table_since_dropped(con):
     assert _rows(con) == rows and _state(con) == before
 
 
+def test_a_relation_of_a_closed_connection(con):
+    """DuckDB's reason (the connection is closed), not what reading it here says (a Python
+    object not suitable for a replacement scan; red team helper-96)."""
+    other = duckdb.connect()
+    relation = other.sql("select 9 as id, 'x' as name, 1 as updated_at")
+    other.close()
+    before, rows = _state(con), _rows(con)
+    with pytest.raises(MergeError, match=r"DuckDB cannot read the source \(DuckDBPyRelation\): "
+                       r"Connection Error: Connection has already been closed"):
+        merge_table(con, relation, "analytics.t", "id")
+    assert _rows(con) == rows and _state(con) == before
+
+
 # ------------------------------------------------------------------ the source (item 13)
 
 

@@ -1042,3 +1042,32 @@ def test_a_relation_read_failing_on_its_own_connection_has_no_connection_hint(fi
     with pytest.raises(ParquetMergeError) as refused:
         merge_parquet_dataset(relation, five_files, "id", connection=con)
     assert "connection=" not in str(refused.value), str(refused.value)
+
+
+def test_a_relation_of_a_closed_connection_says_so(five_files):
+    """Not the hint for a relation of another connection (red team helper-96: the closed
+    connection's own reason was lost, and the hint sent the caller to pass it)."""
+    maker = duckdb.connect()
+    relation = maker.sql("select 1::bigint as id, 'x' as v")
+    maker.close()
+    before = fingerprint(five_files)
+    for kwargs in ({}, {"connection": duckdb.connect()}):
+        with pytest.raises(ParquetMergeError) as refused:
+            merge_parquet_dataset(relation, five_files, "id", **kwargs)
+        message = str(refused.value)
+        assert "Connection has already been closed" in message, message
+        assert "connection=" not in message, message
+    assert fingerprint(five_files) == before
+
+
+def test_a_view_over_a_python_name_has_no_connection_hint(five_files):
+    """DuckDB's replacement-scan error about another Python object than the merge's own name
+    for the relation (here a view over a name the merge's frames hold) is not a relation of
+    another connection (red team helper-96)."""
+    con = duckdb.connect()
+    name = pa.table({"id": pa.array([1], pa.int64()), "v": ["x"]})  # noqa: F841 (read by name)
+    con.execute("create view over_name as select * from name")
+    with pytest.raises(ParquetMergeError) as refused:
+        merge_parquet_dataset(con.sql("select * from over_name"), five_files, "id",
+                              connection=con)
+    assert "connection=" not in str(refused.value), str(refused.value)
