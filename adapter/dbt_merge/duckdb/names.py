@@ -324,21 +324,32 @@ def source_names(source: Any) -> list[str] | None:
 
 
 def error_reason(error: Exception) -> str:
-    """The line of a DuckDB error that says why: its first, or for an error carrying a Python
-    traceback (a source object that raised while DuckDB read it) the traceback's last."""
-    lines = [line for line in str(error).splitlines() if line.strip()] or [repr(error)]
-    return lines[-1] if lines[0].startswith("Traceback (most recent call last)") else lines[0]
+    """What a DuckDB error (or a source object's own exception) says is wrong, on one line: its
+    first line; for an error carrying a Python traceback (a source object that raised while
+    DuckDB read it), the exception after the traceback's frames, every line of it."""
+    lines = [line for line in str(error).splitlines() if line.strip()]
+    if not isinstance(error, duckdb.Error):
+        lines[:1] = [f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__]
+    if not lines:
+        return type(error).__name__
+    if not lines[0].startswith("Traceback (most recent call last)"):
+        return lines[0]
+    frames = [i for i, line in enumerate(lines) if line[:1].isspace()]
+    after = lines[frames[-1] + 1:] if frames else lines[1:]
+    return " ".join(line.strip() for line in after) or lines[-1].strip()
 
 
-def relation_problem(source: Any) -> str | None:
+def relation_problem(__dbt_merge_relation: Any) -> str | None:
     """Why a DuckDB relation cannot be read on the connection that made it, in DuckDB's words
     (the first line), or None: its connection closed, a table it reads dropped since. Checked
     before any other reason is given, so that a closed connection is not reported as a relation
-    of another connection (red team helper-96)."""
-    if not isinstance(source, duckdb.DuckDBPyRelation):
+    of another connection (red team helper-96). The argument's odd name: binding the relation
+    looks Python names up in this frame too (a view over a name `source` found the relation
+    itself: red team helper-97)."""
+    if not isinstance(__dbt_merge_relation, duckdb.DuckDBPyRelation):
         return None
     try:
-        source.columns  # noqa: B018 (binds the relation on its own connection)
+        __dbt_merge_relation.columns  # noqa: B018 (binds it on its own connection)
     except duckdb.Error as error:
         return error_reason(error)
     return None

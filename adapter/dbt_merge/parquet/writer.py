@@ -95,9 +95,12 @@ class ParquetWriter:
             self.s.describe(relation)
             problem = decimal_objects_problem(source, lambda name: [
                 row[0] for row in self.s.query(f"select {q.quote(name)} from {relation}")[1]])
-        except duckdb.Error as error:
-            # e.g. an Arrow decimal256 column, which DuckDB does not read at all, or a relation
-            # of another connection (DuckDB reads a relation on its own connection only)
+        except Exception as error:  # duckdb.Error, or the source object's own
+            # e.g. an Arrow decimal256 column, which DuckDB does not read at all, a relation
+            # of another connection (DuckDB reads a relation on its own connection only), or a
+            # source object that raises when registered (red team helper-97)
+            if isinstance(error, ParquetMergeError):
+                raise
             reason = relation_problem(source) or error_reason(error)
             fix = ""
             if reason.startswith(f'Invalid Input Error: Python Object "{self.s.prefix}source" '

@@ -1071,3 +1071,43 @@ def test_a_view_over_a_python_name_has_no_connection_hint(five_files):
         merge_parquet_dataset(con.sql("select * from over_name"), five_files, "id",
                               connection=con)
     assert "connection=" not in str(refused.value), str(refused.value)
+
+
+def test_a_source_object_that_raises_is_refused_with_its_exception(five_files):
+    """A DataFrame whose dtypes raise: registering it raises the object's own exception, which
+    the refusal carries, every line of it (red team helper-97: a raw ValueError)."""
+    import pandas as pd
+
+    class Raising(pd.DataFrame):
+        @property
+        def dtypes(self):
+            raise ValueError("first line: the reason\nsecond line")
+
+    before = fingerprint(five_files)
+    with pytest.raises(ParquetMergeError, match="ValueError: first line: the reason"):
+        merge_parquet_dataset(Raising({"id": [1], "v": ["x"]}), five_files, "id")
+    assert fingerprint(five_files) == before
+
+
+def test_a_view_over_a_python_name_source_is_not_a_recursion(five_files):
+    con = duckdb.connect()
+    source = pa.table({"id": pa.array([1], pa.int64()), "v": ["x"]})
+    con.execute("create view v_source as select * from source")
+    relation = con.sql("select * from v_source")
+    del source
+    with pytest.raises(ParquetMergeError) as refused:
+        merge_parquet_dataset(relation, five_files, "id", connection=con)
+    assert "recursion" not in str(refused.value), str(refused.value)
+
+
+def test_error_reason():
+    from dbt_merge.duckdb.names import error_reason
+
+    traceback = duckdb.InvalidInputException(
+        "Traceback (most recent call last):\n  File \"x\", line 1, in f\n    raise E\n"
+        "ValueError: first line: the reason\nsecond line")
+    assert error_reason(traceback) == "ValueError: first line: the reason second line"
+    assert error_reason(duckdb.CatalogException("Catalog Error: no t\nDid you mean")) == (
+        "Catalog Error: no t")
+    assert error_reason(duckdb.InvalidInputException("")) == "InvalidInputException"
+    assert error_reason(ValueError("boom\nmore")) == "ValueError: boom"
