@@ -16,4 +16,6 @@ rm -rf "$docs_site"
 # With DBT_MERGE_THRIFT_PORT (a Thrift server of the user's), one process: two would share it.
 if [ -n "${DBT_MERGE_THRIFT_PORT:-}" ]; then default_workers=0; else default_workers=2; fi
 workers=${DBT_MERGE_TEST_WORKERS:-$default_workers}
-python -m pytest -q -p no:cacheprovider --durations=40 -n "$workers" "$@"
+parallel=()
+if [ "$workers" != 0 ]; then parallel=(-n "$workers"); fi
+python -m pytest -q -p no:cacheprovider --durations=40 "${parallel[@]}" "$@"

@@ -159,7 +159,10 @@ def thrift(request) -> int:
     """
     if os.environ.get("DBT_MERGE_THRIFT_PORT"):
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-        if workers > 1 and not _STARTED_HERE:
+        # a cluster a worker of this run started (e.g. for a pytest the test runs in a child
+        # process) is that worker's own
+        own = os.environ.get("DBT_MERGE_TESTS_OWN_THRIFT_PORT")
+        if workers > 1 and own != os.environ["DBT_MERGE_THRIFT_PORT"]:
             pytest.fail(
                 f"DBT_MERGE_THRIFT_PORT={os.environ['DBT_MERGE_THRIFT_PORT']} names one Thrift "
                 f"server, which {workers} test workers would share (their tests write the same "
@@ -178,18 +181,21 @@ def thrift(request) -> int:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     atexit.register(stop)
     request.addfinalizer(stop)
-    # the default ports, or under pytest-xdist (a cluster per worker) ports the system chooses
-    ports = {n: 0 for n in cluster_module.DEFAULT_PORTS} if _worker() else None
+    # the default ports, or under pytest-xdist (a cluster per worker) the default ports plus
+    # 100 times the worker's number plus one: outside the range the system picks free ports from
+    # (another process's connection could take one before the JVM binds it); a busy one is
+    # replaced
+    worker = _worker()
+    ports = None
+    if worker:
+        offset = 100 * (int(worker.removeprefix("gw") or 0) + 1)
+        ports = {n: port + offset for n, port in cluster_module.DEFAULT_PORTS.items()}
     cluster = cluster_module.start(state, ports)
     print(f"\nthrift server on port {cluster.thrift_port}: cluster started in "
           f"{cluster.started_seconds} s ({state})", file=sys.stderr)
     os.environ["DBT_MERGE_THRIFT_PORT"] = str(cluster.thrift_port)
-    _STARTED_HERE.append(cluster.thrift_port)
+    os.environ["DBT_MERGE_TESTS_OWN_THRIFT_PORT"] = str(cluster.thrift_port)
     return cluster.thrift_port
-
-
-#: the port of the cluster this process started, if it did
-_STARTED_HERE: list[int] = []
 
 
 def _worker() -> str | None:

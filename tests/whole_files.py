@@ -34,10 +34,26 @@ def unit_of(nodeid: str) -> str:
 
 @pytest.hookimpl(optionalhook=True)  # a run without pytest-xdist has no such hook
 def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "load":  # what `-n N` alone asks for; another --dist is kept
+        return None
     from xdist.scheduler import LoadScopeScheduling
 
     class WholeFiles(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return unit_of(nodeid)
+
+        def remove_node(self, node):
+            """A worker that died (a crash, the OOM killer) died in its first unfinished test:
+            that test is reported failed and not run again. xdist's scope schedulers put it back
+            with the rest of its file, and a test that kills its process every time then took
+            down every worker in turn and the run never ended (red team helper-95)."""
+            workload = self.assigned_work.get(node, {})
+            crashed = next((nodeid for unit in workload.values()
+                            for nodeid, done in unit.items() if not done), None)
+            for unit in workload.values():
+                if crashed in unit:
+                    unit[crashed] = True
+            rest = super().remove_node(node)
+            return crashed or rest
 
     return WholeFiles(config, log)

@@ -71,3 +71,37 @@ def test_units():
     assert unit_of("tests/package/install/test_from_wheel.py::t") == unit_of(
         "tests/package/install/test_documented_forms.py::t")
     assert unit_of("tests/package/test_examples.py::t") == "tests/package/test_examples.py"
+
+
+def test_a_test_that_kills_its_worker_fails_once_and_the_run_ends(tmp_path):
+    """The test that killed its worker is reported failed, not run again on the next worker
+    (where it killed that one too, and the run never ended: red team helper-95); its file's
+    other tests run."""
+    path = tmp_path / "tests" / "test_crash.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(textwrap.dedent("""
+        import os, signal
+
+
+        def test_before():
+            pass
+
+
+        def test_kills_its_process():
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+        def test_after():
+            pass
+    """))
+    (tmp_path / "tests" / "test_other.py").write_text("def test_other():\n    pass\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+        str(TESTS), os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "whole_files", "-p", "no:cacheprovider", "-q",
+         "-n", "2", "-rfE", "tests"], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=120)
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out
+    assert "1 failed, 3 passed" in out, out
+    assert "FAILED tests/test_crash.py::test_kills_its_process" in out, out
