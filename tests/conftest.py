@@ -201,4 +201,3 @@ def thrift(request) -> int:
 def _worker() -> str | None:
     """The pytest-xdist worker this process is ("gw0", "gw1", ...), None when not one."""
     return os.environ.get("PYTEST_XDIST_WORKER")
-

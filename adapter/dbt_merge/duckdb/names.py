@@ -341,7 +341,7 @@ def error_reason(error: Exception) -> str:
 
 def relation_problem(__dbt_merge_relation: Any) -> str | None:
     """Why a DuckDB relation cannot be read on the connection that made it, in DuckDB's words
-    (the first line), or None: its connection closed, a table it reads dropped since. Checked
+    (error_reason), or None: its connection closed, a table it reads dropped since. Checked
     before any other reason is given, so that a closed connection is not reported as a relation
     of another connection (red team helper-96). The argument's odd name: binding the relation
     looks Python names up in this frame too (a view over a name `source` found the relation

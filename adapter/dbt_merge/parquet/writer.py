@@ -99,8 +99,6 @@ class ParquetWriter:
             # e.g. an Arrow decimal256 column, which DuckDB does not read at all, a relation
             # of another connection (DuckDB reads a relation on its own connection only), or a
             # source object that raises when registered (red team helper-97)
-            if isinstance(error, ParquetMergeError):
-                raise
             reason = relation_problem(source) or error_reason(error)
             fix = ""
             if reason.startswith(f'Invalid Input Error: Python Object "{self.s.prefix}source" '

@@ -354,28 +354,33 @@ def test_a_relation_with_parameters_and_one_of_another_database(con):
     other.close()
 
 
-def test_a_relation_of_a_table_since_dropped(con):
-    """Its columns cannot be listed (looking for an Arrow schema bound it): DuckDB's reason in
-    the package's refusal, not a raw CatalogException."""
+def _dropped_table_relation(con):
     con.execute("create table analytics.gone as select 9 as id, 'x' as name, 1 as updated_at")
     relation = con.sql("select * from analytics.gone")
     con.execute("drop table analytics.gone")
-    before, rows = _state(con), _rows(con)
-    with pytest.raises(MergeError, match=r"DuckDB cannot read the source \(DuckDBPyRelation\): "
-                       r"Catalog Error: .*gone does not exist"):
-        merge_table(con, relation, "analytics.t", "id")
-    assert _rows(con) == rows and _state(con) == before
+    return relation
 
 
-def test_a_relation_of_a_closed_connection(con):
-    """DuckDB's reason (the connection is closed), not what reading it here says (a Python
-    object not suitable for a replacement scan; red team helper-96)."""
+def _closed_connection_relation(con):
     other = duckdb.connect()
     relation = other.sql("select 9 as id, 'x' as name, 1 as updated_at")
     other.close()
+    return relation
+
+
+@pytest.mark.parametrize(("make", "reason"), [
+    (_dropped_table_relation, r"Catalog Error: .*gone does not exist"),
+    (_closed_connection_relation, r"Connection Error: Connection has already been closed"),
+], ids=["table_since_dropped", "closed_connection"])
+def test_a_relation_that_cannot_be_read_where_it_was_made(con, make, reason):
+    """DuckDB's reason for the relation itself in the package's refusal: not a raw
+    CatalogException or ConnectionException (looking for an Arrow schema bound it), nor what
+    reading it on this connection says of a closed one's (a Python object not suitable for a
+    replacement scan; red team helper-96)."""
+    relation = make(con)
     before, rows = _state(con), _rows(con)
     with pytest.raises(MergeError, match=r"DuckDB cannot read the source \(DuckDBPyRelation\): "
-                       r"Connection Error: Connection has already been closed"):
+                       + reason):
         merge_table(con, relation, "analytics.t", "id")
     assert _rows(con) == rows and _state(con) == before
 
